@@ -1,0 +1,3 @@
+module github.com/numaproxy/numaproxy
+
+go 1.26
