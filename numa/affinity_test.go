@@ -1,0 +1,72 @@
+package numa
+
+import (
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestPinThreadReadBack(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpu := range allowed.CPUs() {
+		done := make(chan error)
+		go func() {
+			// The goroutine exits locked: the runtime then ends the thread,
+			// so no pinned thread goes back to the pool.
+			runtime.LockOSThread()
+			if err := PinThread(cpu); err != nil {
+				done <- err
+				return
+			}
+			got, err := ThreadAffinity(unix.Gettid())
+			if err == nil && got != NewCPUSet(cpu) {
+				t.Errorf("thread pinned to %d reads back %s", cpu, got)
+			}
+			var set unix.CPUSet
+			_ = unix.SchedGetaffinity(0, &set)
+			if set.Count() != 1 || !set.IsSet(cpu) {
+				t.Errorf("kernel says %v for cpu %d", set, cpu)
+			}
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPinThreadRejectsBadCPU(t *testing.T) {
+	if err := PinThread(-1); err == nil {
+		t.Error("PinThread(-1) succeeded")
+	}
+	if err := PinThread(MaxCPUs); err == nil {
+		t.Error("PinThread(MaxCPUs) succeeded")
+	}
+}
+
+func TestAllowedCPUsMatchesKernel(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(unix.Getpid(), &set); err != nil {
+		t.Fatal(err)
+	}
+	aff := CPUSet(set)
+	if allowed.And(aff) != allowed || allowed.IsEmpty() {
+		t.Errorf("allowed %s is not a non-empty subset of affinity %s", allowed, aff)
+	}
+	if cg, ok, err := CgroupCPUs("/"); err != nil {
+		t.Fatal(err)
+	} else if ok && allowed != aff.And(cg) {
+		t.Errorf("allowed %s != affinity %s ∩ cgroup %s", allowed, aff, cg)
+	}
+	if allowed.Count() != runtime.NumCPU() {
+		t.Logf("allowed %s (%d) vs runtime.NumCPU %d", allowed, allowed.Count(), runtime.NumCPU())
+	}
+}
