@@ -1,0 +1,139 @@
+package conf
+
+import (
+	"net/netip"
+	"regexp"
+	"time"
+)
+
+// Config is one complete, validated configuration snapshot. It is built by Load and
+// never changed afterwards: a reload builds a new one.
+type Config struct {
+	File     string       // the main file, absolute
+	Prefix   string       // the -p prefix, absolute; relative paths resolve against it
+	Sources  []SourceFile // every file read, in the order read (for -T)
+	Warnings []*Error     // problems that do not stop the config from loading
+
+	Main   Main
+	Events Events
+	HTTP   *HTTP // nil without an http block
+
+	registry *Registry
+	mains    map[*Module]any
+}
+
+// SourceFile is one file the configuration was read from, as read.
+type SourceFile struct {
+	Name    string
+	Content []byte
+}
+
+// Main holds the main context's core directives.
+type Main struct {
+	WorkerProcesses       int // 0 means auto: one per CPU the process may use
+	WorkerCPUAffinity     CPUAffinity
+	WorkerRlimitNofile    int // 0: leave the limit as it is
+	WorkerShutdownTimeout time.Duration
+	PidFile               string // absolute; "" when pid is off
+	ErrorLogs             []ErrorLog
+}
+
+// CPUAffinity is worker_cpu_affinity: either Auto (optionally limited to Mask) or one
+// CPU list per worker, taken from nginx's binary masks (rightmost digit is CPU 0).
+type CPUAffinity struct {
+	Set     bool
+	Auto    bool
+	Mask    []int   // with Auto: the CPUs auto may use; nil for all
+	Workers [][]int // without Auto: CPUs of worker i (reused cyclically)
+}
+
+// ErrorLog is one error_log destination.
+type ErrorLog struct {
+	Path  string // absolute path, or "stderr"
+	Level string // debug info notice warn error crit alert emerg
+}
+
+// Events holds the events block.
+type Events struct {
+	WorkerConnections int
+}
+
+// HTTP holds the http block.
+type HTTP struct {
+	Servers []*Server
+	Pos     Pos
+	confs   map[*Module]any
+}
+
+// Server is one server block.
+type Server struct {
+	Listens   []Listen
+	Names     []ServerName
+	Locations []*Location // top-level locations, in file order
+	Pos       Pos
+	confs     map[*Module]any
+}
+
+// Listen is one listen directive.
+type Listen struct {
+	Addr          netip.AddrPort // unspecified address for "*:80" or "80"
+	Text          string         // as written, for messages
+	DefaultServer bool
+	ReusePort     bool
+	Backlog       int // 0: the system default (nginx: 511)
+	IPv6Only      bool
+	Pos           Pos
+}
+
+// ServerNameKind tells how a server_name matches.
+type ServerNameKind int
+
+const (
+	NameExact          ServerNameKind = iota
+	NameWildcardPrefix                // *.example.com (and .example.com's wildcard half)
+	NameWildcardSuffix                // www.example.*
+	NameRegex                         // ~^www\d+\.example\.com$
+)
+
+// ServerName is one server_name entry, lower-cased like nginx.
+type ServerName struct {
+	Kind  ServerNameKind
+	Name  string         // for wildcards, without the "*." or ".*"
+	Regex *regexp.Regexp // NameRegex only
+	Pos   Pos
+}
+
+// LocationKind is a location's modifier.
+type LocationKind int
+
+const (
+	LocPrefix        LocationKind = iota // location /path
+	LocExact                             // location = /path
+	LocPrefixNoRegex                     // location ^~ /path
+	LocRegex                             // location ~ re
+	LocRegexCaseless                     // location ~* re
+	LocNamed                             // location @name
+)
+
+// Location is one location block.
+type Location struct {
+	Kind      LocationKind
+	Path      string // the prefix, exact path, regex source or @name
+	Regex     *regexp.Regexp
+	Locations []*Location // nested, in file order
+	Parent    *Location   // nil at server level
+	Pos       Pos
+	confs     map[*Module]any
+}
+
+// MainConf returns module m's snapshot-wide config (from Module.NewMain).
+func (c *Config) MainConf(m *Module) any { return c.mains[m] }
+
+// Conf returns module m's http-level config of the http block.
+func (h *HTTP) Conf(m *Module) any { return h.confs[m] }
+
+// Conf returns module m's config for this server, merged with the http block's.
+func (s *Server) Conf(m *Module) any { return s.confs[m] }
+
+// Conf returns module m's config for this location, merged with its parents'.
+func (l *Location) Conf(m *Module) any { return l.confs[m] }

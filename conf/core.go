@@ -1,0 +1,214 @@
+package conf
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// CoreModule declares the skeleton every configuration shares: the process-wide
+// directives of the main context, include, and the events block. The http skeleton
+// (http, server, listen, server_name, location) is in http.go.
+var CoreModule = &Module{
+	Name:       "core",
+	Directives: append(mainDirectives(), httpDirectives()...),
+}
+
+func mainDirectives() []Directive {
+	return []Directive{
+		{Name: "include", Contexts: AnyCtx, Args: Args1, Multi: true, Set: setInclude,
+			Syntax: "include file | mask;",
+			Doc:    "Reads another file, or every file matching a glob, in place. Relative names resolve against the including file's folder, then the main file's."},
+		{Name: "worker_processes", Contexts: MainCtx, Args: Args1, Set: setWorkerProcesses,
+			Syntax: "worker_processes number | auto;", Default: "1",
+			Doc: "Number of event loops. auto: one per CPU the process may run on (affinity mask and cgroup cpuset)."},
+		{Name: "worker_cpu_affinity", Contexts: MainCtx, Args: Args1More, Set: setWorkerCPUAffinity,
+			Syntax: "worker_cpu_affinity cpumask ... | auto [cpumask];",
+			Doc:    "Binds loops to CPUs: one binary mask per loop (rightmost digit is CPU 0), or auto (one CPU each, optionally within a mask)."},
+		{Name: "worker_rlimit_nofile", Contexts: MainCtx, Args: Args1, Set: setNumber(func(c *Cursor) *int { return &c.Config.Main.WorkerRlimitNofile }),
+			Syntax: "worker_rlimit_nofile number;",
+			Doc:    "Sets RLIMIT_NOFILE for the process at start."},
+		{Name: "worker_shutdown_timeout", Contexts: MainCtx, Args: Args1, Set: setWorkerShutdownTimeout,
+			Syntax: "worker_shutdown_timeout time;",
+			Doc:    "Longest a graceful stop waits for in-flight work before closing connections. Unset: wait until they finish."},
+		{Name: "pid", Contexts: MainCtx, Args: Args1, Set: setPid,
+			Syntax: "pid file | off;", Default: "logs/numaproxy.pid",
+			Doc: "File the running instance writes its process id to; -s finds the instance through it."},
+		{Name: "error_log", Contexts: MainCtx, Args: Args1 | Args2, Multi: true, Set: setErrorLog,
+			Syntax: "error_log file | stderr [level];", Default: "logs/error.log error",
+			Doc: "Where the error log goes and its lowest level: debug, info, notice, warn, error, crit, alert, emerg."},
+		{Name: "events", Contexts: MainCtx, Args: Args0, Block: true, Set: setEvents,
+			Syntax: "events { ... }",
+			Doc:    "Connection-processing settings."},
+		{Name: "worker_connections", Contexts: EventsCtx, Args: Args1, Set: setNumber(func(c *Cursor) *int { return &c.Config.Events.WorkerConnections }),
+			Syntax: "worker_connections number;", Default: "512",
+			Doc: "Most connections (client and upstream) one loop keeps open; past it a loop stops accepting until one closes."},
+		{Name: "use", Contexts: EventsCtx, Args: Args1, Set: setUse,
+			Syntax: "use epoll;",
+			Doc:    "Accepted for nginx compatibility; epoll is the only method."},
+	}
+}
+
+var errorLogLevels = []string{"debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"}
+
+// initMain sets nginx's defaults before anything is parsed.
+func initMain(cfg *Config) {
+	cfg.Main.WorkerProcesses = 1
+	cfg.Main.PidFile = filepath.Join(cfg.Prefix, "logs/numaproxy.pid")
+	cfg.Events.WorkerConnections = 512
+}
+
+func setInclude(c *Cursor, s *Stmt) error { return c.p.include(c, s) }
+
+func setWorkerProcesses(c *Cursor, s *Stmt) error {
+	if s.Args[0].Value == "auto" {
+		c.Config.Main.WorkerProcesses = 0
+		return nil
+	}
+	n, err := ParseNumber(s.Args[0].Value)
+	if err != nil || n < 1 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	c.Config.Main.WorkerProcesses = n
+	return nil
+}
+
+// setNumber stores a non-negative integer argument.
+func setNumber(field func(c *Cursor) *int) func(c *Cursor, s *Stmt) error {
+	return func(c *Cursor, s *Stmt) error {
+		n, err := ParseNumber(s.Args[0].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func setWorkerShutdownTimeout(c *Cursor, s *Stmt) error {
+	d, err := ParseTime(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	c.Config.Main.WorkerShutdownTimeout = d
+	return nil
+}
+
+func setPid(c *Cursor, s *Stmt) error {
+	if s.Args[0].Value == "off" {
+		c.Config.Main.PidFile = ""
+		return nil
+	}
+	c.Config.Main.PidFile = c.Path(s.Args[0].Value)
+	return nil
+}
+
+func setErrorLog(c *Cursor, s *Stmt) error {
+	log := ErrorLog{Path: s.Args[0].Value, Level: "error"}
+	if log.Path != "stderr" {
+		log.Path = c.Path(log.Path)
+	}
+	if len(s.Args) == 2 {
+		level := s.Args[1].Value
+		ok := false
+		for _, l := range errorLogLevels {
+			ok = ok || l == level
+		}
+		if !ok {
+			return s.InvalidValue(s.Args[1], "it must be one of "+strings.Join(errorLogLevels, ", "))
+		}
+		log.Level = level
+	}
+	c.Config.Main.ErrorLogs = append(c.Config.Main.ErrorLogs, log)
+	return nil
+}
+
+func setEvents(c *Cursor, s *Stmt) error { return c.ParseBlock(EventsCtx, nil) }
+
+func setUse(c *Cursor, s *Stmt) error {
+	if s.Args[0].Value != "epoll" {
+		return s.InvalidValue(s.Args[0], `only "epoll" is supported`)
+	}
+	return nil
+}
+
+func setWorkerCPUAffinity(c *Cursor, s *Stmt) error {
+	aff := CPUAffinity{Set: true}
+	args := s.Args
+	if args[0].Value == "auto" {
+		aff.Auto = true
+		switch len(args) {
+		case 1:
+		case 2:
+			cpus, err := parseCPUMask(args[1].Value)
+			if err != nil {
+				return s.InvalidValue(args[1], err.Error())
+			}
+			aff.Mask = cpus
+		default:
+			return s.Errorf("invalid number of arguments in %q directive", s.Name)
+		}
+		c.Config.Main.WorkerCPUAffinity = aff
+		return nil
+	}
+	for _, a := range args {
+		cpus, err := parseCPUMask(a.Value)
+		if err != nil {
+			return s.InvalidValue(a, err.Error())
+		}
+		aff.Workers = append(aff.Workers, cpus)
+	}
+	c.Config.Main.WorkerCPUAffinity = aff
+	return nil
+}
+
+// maxCPUs bounds a mask's length (the kernel's CPU_SETSIZE default).
+const maxCPUs = 1024
+
+// parseCPUMask reads an nginx binary CPU mask, rightmost digit CPU 0.
+func parseCPUMask(mask string) ([]int, error) {
+	if len(mask) > maxCPUs {
+		return nil, errString("too long, at most 1024 CPUs")
+	}
+	var cpus []int
+	for i := len(mask) - 1; i >= 0; i-- {
+		switch mask[i] {
+		case '0':
+		case '1':
+			cpus = append(cpus, len(mask)-1-i)
+		default:
+			return nil, errString(`a mask takes only "0" and "1"`)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, errString("no CPU in the mask")
+	}
+	return cpus, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// finish completes a parsed config: defaults that depend on the whole file, merges,
+// and the checks that need everything at once.
+func finish(cfg *Config) error {
+	if len(cfg.Main.ErrorLogs) == 0 {
+		cfg.Main.ErrorLogs = []ErrorLog{{Path: filepath.Join(cfg.Prefix, "logs/error.log"), Level: "error"}}
+	}
+	if cfg.HTTP != nil {
+		if err := finishHTTP(cfg); err != nil {
+			return err
+		}
+	}
+	for _, m := range cfg.registry.modules {
+		if m.Check != nil {
+			if err := m.Check(cfg, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Registry returns the registry the config was read with.
+func (c *Config) Registry() *Registry { return c.registry }

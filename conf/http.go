@@ -1,0 +1,380 @@
+package conf
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// httpDirectives declares the http skeleton: the blocks and the directives that say
+// which server and location a request belongs to.
+func httpDirectives() []Directive {
+	return []Directive{
+		{Name: "http", Contexts: MainCtx, Args: Args0, Block: true, Set: setHTTP,
+			Syntax: "http { ... }",
+			Doc:    "The HTTP server configuration."},
+		{Name: "server", Contexts: HTTPCtx, Args: Args0, Block: true, Multi: true, Set: setServer,
+			Syntax: "server { ... }",
+			Doc:    "A virtual server."},
+		{Name: "listen", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setListen,
+			Syntax: "listen address[:port] | port [default_server] [reuseport] [backlog=number] [ipv6only=on|off];", Default: "*:80",
+			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80."},
+		{Name: "server_name", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setServerName,
+			Syntax: "server_name name ...;", Default: `""`,
+			Doc: "Names of the server: exact, *.example.com, example.*, .example.com, or ~regex."},
+		{Name: "location", Contexts: ServerCtx | LocationCtx, Args: Args1 | Args2, Block: true, Multi: true, Set: setLocation,
+			Syntax: "location [ = | ~ | ~* | ^~ ] uri { ... } | location @name { ... }",
+			Doc:    "Configuration for a request URI; matched in nginx's order."},
+	}
+}
+
+func setHTTP(c *Cursor, s *Stmt) error {
+	h := &HTTP{Pos: s.Pos, confs: newHTTPConfs(c.p.reg)}
+	c.Config.HTTP = h
+	child := *c
+	child.HTTP = h
+	return child.parseHTTPBlock(HTTPCtx, h.confs)
+}
+
+func newHTTPConfs(r *Registry) map[*Module]any {
+	confs := map[*Module]any{}
+	for _, m := range r.modules {
+		if m.NewHTTP != nil {
+			confs[m] = m.NewHTTP()
+		}
+	}
+	return confs
+}
+
+func setServer(c *Cursor, s *Stmt) error {
+	srv := &Server{Pos: s.Pos, confs: newHTTPConfs(c.p.reg)}
+	c.HTTP.Servers = append(c.HTTP.Servers, srv)
+	child := *c
+	child.Server = srv
+	return child.parseHTTPBlock(ServerCtx, srv.confs)
+}
+
+func setListen(c *Cursor, s *Stmt) error {
+	l, err := parseListen(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], err.Error())
+	}
+	l.Pos = s.Pos
+	l.IPv6Only = l.Addr.Addr().Is6()
+	for _, a := range s.Args[1:] {
+		key, val, hasVal := strings.Cut(a.Value, "=")
+		switch {
+		case !hasVal && (key == "default_server" || key == "default"):
+			l.DefaultServer = true
+		case !hasVal && key == "reuseport":
+			l.ReusePort = true
+		case hasVal && key == "backlog":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || n > 1<<20 {
+				return s.InvalidValue(a, "invalid backlog")
+			}
+			l.Backlog = n
+		case hasVal && key == "ipv6only":
+			on, err := ParseFlag(val)
+			if err != nil || !l.Addr.Addr().Is6() {
+				return s.InvalidValue(a, "ipv6only takes on or off, on an IPv6 address")
+			}
+			l.IPv6Only = on
+		case key == "ssl" || key == "http2" || key == "quic" || key == "proxy_protocol":
+			return &Error{Pos: a.Pos, Msg: fmt.Sprintf("the %q parameter of %q is not supported yet", key, s.Name)}
+		default:
+			return &Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid parameter %q", a.Value)}
+		}
+	}
+	c.Server.Listens = append(c.Server.Listens, l)
+	return nil
+}
+
+// parseListen reads "addr:port", "[v6]:port", "*:port", "port" or "addr" (port 80).
+func parseListen(text string) (Listen, error) {
+	l := Listen{Text: text}
+	if strings.HasPrefix(text, "unix:") {
+		return l, errString("unix sockets are not supported")
+	}
+	host, portText := "", ""
+	switch {
+	case text == "" || strings.HasPrefix(text, ":"):
+		return l, errString("no host")
+	case isDigits(text):
+		portText = text
+	case strings.HasPrefix(text, "["):
+		end := strings.Index(text, "]")
+		if end < 0 {
+			return l, errString("missing ]")
+		}
+		host, portText = text[1:end], "80"
+		if rest := text[end+1:]; rest != "" {
+			if !strings.HasPrefix(rest, ":") {
+				return l, errString("invalid address")
+			}
+			portText = rest[1:]
+		}
+	default:
+		host, portText = text, "80"
+		if i := strings.LastIndexByte(text, ':'); i >= 0 {
+			host, portText = text[:i], text[i+1:]
+		}
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || !isDigits(portText) || port < 1 || port > 65535 {
+		return l, errString("invalid port")
+	}
+	var addr netip.Addr
+	switch host {
+	case "", "*":
+		addr = netip.IPv4Unspecified()
+	default:
+		if a, err := netip.ParseAddr(host); err == nil {
+			addr = a.Unmap()
+		} else if ips, err := lookupIP(host); err == nil && len(ips) > 0 {
+			// nginx listens on the host's first address; do the same, IPv4 preferred.
+			addr, _ = netip.AddrFromSlice(ips[0])
+			for _, ip := range ips {
+				if v4 := ip.To4(); v4 != nil {
+					addr, _ = netip.AddrFromSlice(v4)
+					break
+				}
+			}
+			addr = addr.Unmap()
+		} else {
+			return l, fmt.Errorf("host not found in %q", text)
+		}
+	}
+	l.Addr = netip.AddrPortFrom(addr, uint16(port))
+	return l, nil
+}
+
+// lookupIP resolves listen host names; tests replace it to stay off the network.
+var lookupIP = net.LookupIP
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func setServerName(c *Cursor, s *Stmt) error {
+	for _, a := range s.Args {
+		names, err := parseServerName(a.Value)
+		if err != nil {
+			return s.InvalidValue(a, err.Error())
+		}
+		for i := range names {
+			names[i].Pos = a.Pos
+		}
+		c.Server.Names = append(c.Server.Names, names...)
+	}
+	return nil
+}
+
+// parseServerName reads one server_name argument; ".example.com" gives two names.
+func parseServerName(v string) ([]ServerName, error) {
+	if strings.HasPrefix(v, "~") {
+		re, err := regexp.Compile(v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("regex does not compile: %v", err)
+		}
+		return []ServerName{{Kind: NameRegex, Name: v[1:], Regex: re}}, nil
+	}
+	name := strings.ToLower(v)
+	if strings.ContainsAny(name, "/ \t") {
+		return nil, errString("server name contains a space or slash")
+	}
+	stars := strings.Count(name, "*")
+	switch {
+	case stars == 0 && strings.HasPrefix(name, ".") && len(name) > 1:
+		return []ServerName{{Kind: NameExact, Name: name[1:]}, {Kind: NameWildcardPrefix, Name: name[1:]}}, nil
+	case stars == 0:
+		return []ServerName{{Kind: NameExact, Name: name}}, nil
+	case stars == 1 && strings.HasPrefix(name, "*.") && len(name) > 2:
+		return []ServerName{{Kind: NameWildcardPrefix, Name: name[2:]}}, nil
+	case stars == 1 && strings.HasSuffix(name, ".*") && len(name) > 2:
+		return []ServerName{{Kind: NameWildcardSuffix, Name: name[:len(name)-2]}}, nil
+	}
+	return nil, errString("invalid server name or wildcard")
+}
+
+func setLocation(c *Cursor, s *Stmt) error {
+	loc, err := parseLocation(s)
+	if err != nil {
+		return err
+	}
+	loc.Pos, loc.Parent = s.Pos, c.Location
+	if err := checkNesting(c.Location, loc); err != nil {
+		return s.Errorf("%s", err)
+	}
+	siblings := &c.Server.Locations
+	if c.Location != nil {
+		siblings = &c.Location.Locations
+	}
+	for _, other := range *siblings {
+		if sameLocation(other, loc) {
+			return s.Errorf("duplicate location %q", loc.Path)
+		}
+	}
+	*siblings = append(*siblings, loc)
+	loc.confs = newHTTPConfs(c.p.reg)
+	child := *c
+	child.Location = loc
+	return child.parseHTTPBlock(LocationCtx, loc.confs)
+}
+
+// parseLocation reads the modifier and path, including nginx's joined forms
+// "=/path", "~re", "~*re" and "@name".
+func parseLocation(s *Stmt) (*Location, error) {
+	loc := &Location{}
+	var path Token
+	if len(s.Args) == 2 {
+		path = s.Args[1]
+		switch s.Args[0].Value {
+		case "=":
+			loc.Kind = LocExact
+		case "^~":
+			loc.Kind = LocPrefixNoRegex
+		case "~":
+			loc.Kind = LocRegex
+		case "~*":
+			loc.Kind = LocRegexCaseless
+		default:
+			return nil, &Error{Pos: s.Args[0].Pos, Msg: fmt.Sprintf("invalid location modifier %q", s.Args[0].Value)}
+		}
+	} else {
+		path = s.Args[0]
+		v := path.Value
+		switch {
+		case strings.HasPrefix(v, "="):
+			loc.Kind, path.Value = LocExact, v[1:]
+		case strings.HasPrefix(v, "~*"):
+			loc.Kind, path.Value = LocRegexCaseless, v[2:]
+		case strings.HasPrefix(v, "~"):
+			loc.Kind, path.Value = LocRegex, v[1:]
+		case strings.HasPrefix(v, "@"):
+			loc.Kind = LocNamed
+		}
+	}
+	loc.Path = path.Value
+	if loc.Path == "" || (loc.Kind == LocNamed && len(loc.Path) == 1) {
+		return nil, s.InvalidValue(path, "empty location")
+	}
+	if loc.Kind == LocRegex || loc.Kind == LocRegexCaseless {
+		src := loc.Path
+		if loc.Kind == LocRegexCaseless {
+			src = "(?i)" + src
+		}
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return nil, s.InvalidValue(path, fmt.Sprintf("regex does not compile: %v", err))
+		}
+		loc.Regex = re
+	}
+	return loc, nil
+}
+
+// checkNesting applies nginx's rules for a location inside another.
+func checkNesting(parent, loc *Location) error {
+	if parent == nil {
+		return nil
+	}
+	switch {
+	case loc.Kind == LocNamed:
+		return fmt.Errorf("named location %q can be on the server level only", loc.Path)
+	case parent.Kind == LocExact:
+		return fmt.Errorf("location %q cannot be inside the exact location %q", loc.Path, parent.Path)
+	case parent.Kind == LocNamed:
+		return fmt.Errorf("location %q cannot be inside the named location %q", loc.Path, parent.Path)
+	case (parent.Kind == LocPrefix || parent.Kind == LocPrefixNoRegex) &&
+		(loc.Kind == LocPrefix || loc.Kind == LocPrefixNoRegex || loc.Kind == LocExact) &&
+		!strings.HasPrefix(loc.Path, parent.Path):
+		return fmt.Errorf("location %q is outside location %q", loc.Path, parent.Path)
+	}
+	return nil
+}
+
+// sameLocation reports two siblings nginx would call duplicates: the same prefix (with
+// or without ^~), the same exact path, or the same name.
+func sameLocation(a, b *Location) bool {
+	if a.Path != b.Path {
+		return false
+	}
+	prefix := func(k LocationKind) bool { return k == LocPrefix || k == LocPrefixNoRegex }
+	return (prefix(a.Kind) && prefix(b.Kind)) || (a.Kind == b.Kind && (a.Kind == LocExact || a.Kind == LocNamed))
+}
+
+// finishHTTP gives listen-less servers nginx's default, checks listen sockets across
+// servers and merges module configs down the levels.
+func finishHTTP(cfg *Config) error {
+	h := cfg.HTTP
+	type sockOpts struct {
+		listen     Listen
+		hasDefault bool
+	}
+	socks := map[netip.AddrPort]*sockOpts{}
+	for _, srv := range h.Servers {
+		if len(srv.Listens) == 0 {
+			srv.Listens = []Listen{{Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), 80), Text: "*:80", Pos: srv.Pos}}
+		}
+		seen := map[netip.AddrPort]bool{}
+		for _, l := range srv.Listens {
+			if seen[l.Addr] {
+				return errorf(l.Pos, "duplicate listen %s", l.Text)
+			}
+			seen[l.Addr] = true
+			so := socks[l.Addr]
+			if so == nil {
+				so = &sockOpts{listen: l}
+				socks[l.Addr] = so
+			} else if hasSocketOptions(l) && hasSocketOptions(so.listen) {
+				return errorf(l.Pos, "duplicate listen options for %s", l.Addr)
+			} else if hasSocketOptions(l) {
+				so.listen = l
+			}
+			if l.DefaultServer {
+				if so.hasDefault {
+					return errorf(l.Pos, "a duplicate default server for %s", l.Addr)
+				}
+				so.hasDefault = true
+			}
+		}
+	}
+	for _, m := range cfg.registry.modules {
+		if m.MergeHTTP == nil {
+			continue
+		}
+		for _, srv := range h.Servers {
+			if err := at(srv.Pos, m.MergeHTTP(h.confs[m], srv.confs[m])); err != nil {
+				return err
+			}
+			if err := mergeLocations(m, srv.confs[m], srv.Locations); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hasSocketOptions reports a listen that sets options of the socket itself, which
+// nginx allows once per address.
+func hasSocketOptions(l Listen) bool { return l.ReusePort || l.Backlog != 0 }
+
+func mergeLocations(m *Module, parent any, locs []*Location) error {
+	for _, loc := range locs {
+		if err := at(loc.Pos, m.MergeHTTP(parent, loc.confs[m])); err != nil {
+			return err
+		}
+		if err := mergeLocations(m, loc.confs[m], loc.Locations); err != nil {
+			return err
+		}
+	}
+	return nil
+}
