@@ -2,6 +2,7 @@ package conf
 
 import (
 	"fmt"
+	"github.com/numaproxy/numaproxy/errorlog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,7 +53,7 @@ func (p *parser) include(c *Cursor, s *Stmt) error {
 	}
 	if len(files) == 0 && !glob {
 		_, err := os.Stat(candidates[0])
-		return &Error{Pos: s.Pos, Msg: fmt.Sprintf("open() %q failed %s", candidates[0], syscallText(err)), Err: err}
+		return &Error{Pos: s.Pos, Msg: fmt.Sprintf("open() %q failed %s", candidates[0], errorlog.Errno(err)), Err: err}
 	}
 	sort.Strings(files)
 	for _, f := range files {

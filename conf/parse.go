@@ -2,6 +2,7 @@ package conf
 
 import (
 	"fmt"
+	"github.com/numaproxy/numaproxy/errorlog"
 	"io"
 	"os"
 	"path/filepath"
@@ -95,17 +96,13 @@ type parser struct {
 // Load reads, validates and returns a configuration snapshot. Every error is an
 // *Error naming the file and line that caused it.
 func Load(opts Options) (*Config, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = "."
-	}
-	prefix, err := filepath.Abs(prefix)
+	file, err := MainFile(opts.Prefix, opts.File)
 	if err != nil {
 		return nil, err
 	}
-	file := opts.File
-	if !filepath.IsAbs(file) {
-		file = filepath.Join(prefix, file)
+	prefix, err := MainFile(opts.Prefix, ".")
+	if err != nil {
+		return nil, err
 	}
 	cfg := &Config{File: file, Prefix: prefix, registry: opts.Registry, mains: map[*Module]any{}}
 	for _, m := range opts.Registry.modules {
@@ -149,7 +146,7 @@ func (p *parser) readFile(c *Cursor, file string, from Pos) error {
 	}
 	src, err := readRegularFile(file)
 	if err != nil {
-		return &Error{Pos: from, Msg: fmt.Sprintf("open() %q failed %s", file, syscallText(err)), Err: err}
+		return &Error{Pos: from, Msg: fmt.Sprintf("open() %q failed %s", file, errorlog.Errno(err)), Err: err}
 	}
 	p.cfg.Sources = append(p.cfg.Sources, SourceFile{Name: file, Content: src})
 	p.includes = append(p.includes, file)

@@ -3,8 +3,6 @@ package conf
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"syscall"
 )
 
 // Pos is where a token stands: a file and a 1-based line. An empty File means the -g
@@ -53,24 +51,4 @@ func at(pos Pos, err error) error {
 		return err
 	}
 	return &Error{Pos: pos, Msg: err.Error(), Err: err}
-}
-
-// syscallText renders an OS error the way nginx does: "(2: No such file or directory)".
-func syscallText(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return fmt.Sprintf("(%d: %s)", int(errno), capitalize(errno.Error()))
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return "(" + pe.Err.Error() + ")"
-	}
-	return "(" + err.Error() + ")"
-}
-
-func capitalize(s string) string {
-	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-		return string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
 }

@@ -9,6 +9,7 @@ package errorlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -259,4 +260,18 @@ func (h *handler) WithGroup(name string) slog.Handler {
 	nh := *h
 	nh.groups = h.groups + name + "."
 	return &nh
+}
+
+// Errno renders an OS error the way nginx's messages do: "(2: No such file or
+// directory)"; other errors in parentheses as they are.
+func Errno(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		msg := errno.Error()
+		if msg != "" && msg[0] >= 'a' && msg[0] <= 'z' {
+			msg = string(msg[0]-'a'+'A') + msg[1:]
+		}
+		return fmt.Sprintf("(%d: %s)", int(errno), msg)
+	}
+	return "(" + err.Error() + ")"
 }

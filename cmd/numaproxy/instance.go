@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/errorlog"
+)
+
+// instance is one running numaproxy process.
+type instance struct {
+	cfg  *conf.Config
+	load func() (*conf.Config, error)
+	elog *errorlog.Log
+	log  *slog.Logger
+}
+
+// runInstance runs in the foreground until a stop signal; it returns the exit status.
+func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *options, stderr io.Writer) int {
+	elog, err := openErrorLog(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "numaproxy: [emerg] %s\n", err)
+		return 1
+	}
+	in := &instance{cfg: cfg, load: load, elog: elog, log: elog.Logger()}
+	defer elog.Close()
+
+	if n := cfg.Main.WorkerRlimitNofile; n > 0 {
+		lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			in.log.Log(nil, errorlog.LevelAlert, fmt.Sprintf("setrlimit(RLIMIT_NOFILE, %d) failed %s", n, errorlog.Errno(err)))
+		}
+	}
+	if err := writePidFile(cfg.Main.PidFile); err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		return 1
+	}
+	defer removePidFile(cfg.Main.PidFile)
+
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGINT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	defer signal.Stop(signals)
+	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File)
+
+	for sig := range signals {
+		s := sig.(syscall.Signal)
+		what := fmt.Sprintf("signal %d (%s) received", int(s), signalName(s))
+		switch s {
+		case syscall.SIGHUP:
+			in.log.Log(nil, errorlog.LevelNotice, what+", reconfiguring")
+			in.reload()
+		case syscall.SIGUSR1:
+			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
+			if err := in.elog.Reopen(); err != nil {
+				in.log.Error("reopening logs: " + err.Error())
+			} else {
+				in.log.Log(nil, errorlog.LevelNotice, "logs reopened")
+			}
+		case syscall.SIGQUIT:
+			in.log.Log(nil, errorlog.LevelNotice, what+", shutting down gracefully")
+			return 0
+		case syscall.SIGTERM, syscall.SIGINT:
+			in.log.Log(nil, errorlog.LevelNotice, what+", exiting")
+			return 0
+		default:
+			in.log.Log(nil, errorlog.LevelNotice, what+", ignored: binary upgrade is not supported yet")
+		}
+	}
+	return 0
+}
+
+// reload reads the configuration again; a bad one is logged and changes nothing.
+func (in *instance) reload() {
+	cfg, err := in.load()
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		return
+	}
+	for _, w := range cfg.Warnings {
+		in.log.Warn(w.Error())
+	}
+	elog, err := openErrorLog(cfg)
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		return
+	}
+	old := in.elog
+	in.cfg, in.elog, in.log = cfg, elog, elog.Logger()
+	old.Close()
+	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
+}
+
+func openErrorLog(cfg *conf.Config) (*errorlog.Log, error) {
+	var dests []errorlog.Destination
+	for _, l := range cfg.Main.ErrorLogs {
+		level, err := errorlog.ParseLevel(l.Level)
+		if err != nil {
+			return nil, err
+		}
+		dests = append(dests, errorlog.Destination{Path: l.Path, Level: level})
+	}
+	return errorlog.Open(dests)
+}
+
+func writePidFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("open() %q failed %s", path, errorlog.Errno(err))
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("open() %q failed %s", path, errorlog.Errno(err))
+	}
+	return nil
+}
+
+// removePidFile removes the pid file if it is still ours (a newer instance may have
+// written its own).
+func removePidFile(path string) {
+	if path == "" {
+		return
+	}
+	if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(os.Getpid()) {
+		os.Remove(path)
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGWINCH: "SIGWINCH",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return s.String()
+}
