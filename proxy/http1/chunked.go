@@ -8,15 +8,15 @@ const DefaultMaxTrailerSize = 8 << 10
 // the same 4096 bytes.
 const maxChunkLine = 4096
 
-// maxChunkSizeDigits matches net/http, which refuses a 17th hex digit.
-const maxChunkSizeDigits = 16
+// maxChunkSizeDigits matches fasthttp, which refuses a 16th hex digit
+// (net/http a 17th), leading zeros included.
+const maxChunkSizeDigits = 15
 
 type chunkState uint8
 
 const (
 	chunkSizeFirst     chunkState = iota // the first HEXDIG of a chunk-size
-	chunkSize                            // more HEXDIG, ';', BWS or CR
-	chunkSizeBWS                         // BWS after the size: only ';' may follow
+	chunkSize                            // more HEXDIG, ';' or CR
 	chunkExtNameBWS                      // after ';': BWS then ext-name
 	chunkExtName                         // in ext-name
 	chunkExtNameBWS2                     // BWS after ext-name: '=' or ';' follows
@@ -129,13 +129,14 @@ func (d *ChunkedDecoder) step(c byte) (errorKind, bool) {
 		case c == '\r':
 			d.state = chunkSizeLF
 		case c == ';':
+			// The grammar allows BWS before ';' (RFC 9112 §7.1.1), but
+			// net/http and fasthttp refuse it, and net/http also refuses
+			// whitespace before the CRLF: no whitespace after the size.
 			d.state = chunkExtNameBWS
-		case isOWS(c):
-			d.state = chunkSizeBWS
 		default:
 			return errBadChunkSize, false
 		}
-	case chunkSizeBWS, chunkExtValueBWS2:
+	case chunkExtValueBWS2:
 		switch {
 		case isOWS(c):
 		case c == ';':

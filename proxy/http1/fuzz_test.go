@@ -1,0 +1,293 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The fuzz targets check three things: the parser never panics; feeding an
+// input in pieces gives what feeding it whole gives; and whatever we accept,
+// net/http and fasthttp accept too, agreeing on where the head ends and how
+// the body is framed. Where we refuse what they accept we are stricter by
+// design (see the divergences noted below and in DESIGN notes of the tests).
+
+// oracleBufSize holds any head the default limits let through in one buffer,
+// so the oracles see the whole input at once.
+const oracleBufSize = 1 << 20
+
+// fuzzCuts derives a deterministic cutting of an input from its bytes.
+func fuzzCuts(data []byte) [][]int {
+	h := fnv.New64a()
+	h.Write(data)
+	rng := rand.New(rand.NewPCG(h.Sum64(), 7))
+	if len(data) > 4096 {
+		return splits(len(data), rng)[2:]
+	}
+	return splits(len(data), rng)[1:]
+}
+
+// leadingEmptyLines counts the CRLFs we skip before a request line.
+// Divergence: net/http refuses them; RFC 9112 §2.2 and nginx skip them.
+func leadingEmptyLines(data []byte) int {
+	i := 0
+	for i+1 < len(data) && data[i] == '\r' && data[i+1] == '\n' {
+		i += 2
+	}
+	return i
+}
+
+func FuzzRequestHead(f *testing.F) {
+	for _, tc := range requestCases {
+		if len(tc.head) < 1000 {
+			f.Add([]byte(tc.head + tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r Request
+		n, err := r.Parse(data)
+		for _, cuts := range fuzzCuts(data) {
+			var r2 Request
+			if n2, err2 := feed(&r2, data, cuts); n2 != n || err2 != err {
+				t.Fatalf("fed in %d pieces: (%d, %v), whole: (%d, %v)", len(cuts)+1, n2, err2, n, err)
+			}
+		}
+		if err != nil {
+			if err != ErrNeedMore && !slices.Contains([]int{400, 405, 414, 501, 505}, statusOf(err)) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		checkRequestNetHTTP(t, &r, data, n)
+		checkRequestFastHTTP(t, &r, data, n)
+	})
+}
+
+func checkRequestNetHTTP(t *testing.T, r *Request, data []byte, n int) {
+	skip := leadingEmptyLines(data)
+	br := bufio.NewReaderSize(bytes.NewReader(data[skip:]), oracleBufSize)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		t.Fatalf("we accept, net/http refuses: %v", err)
+	}
+	if got := len(data) - br.Buffered(); got != n {
+		t.Fatalf("head length: ours %d, net/http %d", n, got)
+	}
+	if req.Method != string(r.Method()) || req.RequestURI != string(r.Target()) || req.Host != string(r.Host()) {
+		t.Fatalf("request line: ours %q %q host %q, net/http %q %q host %q",
+			r.Method(), r.Target(), r.Host(), req.Method, req.RequestURI, req.Host)
+	}
+	if req.ProtoMajor != 1 || req.ProtoMinor != r.ProtoMinor() {
+		t.Fatalf("version: ours 1.%d, net/http %d.%d", r.ProtoMinor(), req.ProtoMajor, req.ProtoMinor)
+	}
+	chunked := slices.Equal(req.TransferEncoding, []string{"chunked"})
+	switch r.Framing() {
+	case BodyChunked:
+		if !chunked || req.ContentLength != -1 {
+			t.Fatalf("framing: ours chunked, net/http %q %d", req.TransferEncoding, req.ContentLength)
+		}
+	case BodyContentLength:
+		if chunked || req.ContentLength != r.ContentLength() {
+			t.Fatalf("framing: ours length %d, net/http %q %d", r.ContentLength(), req.TransferEncoding, req.ContentLength)
+		}
+	case BodyNone:
+		if chunked || req.ContentLength != 0 {
+			t.Fatalf("framing: ours none, net/http %q %d", req.TransferEncoding, req.ContentLength)
+		}
+	}
+	if req.Close == r.KeepAlive() {
+		t.Fatalf("keep-alive: ours %v, net/http close %v", r.KeepAlive(), req.Close)
+	}
+}
+
+func checkRequestFastHTTP(t *testing.T, r *Request, data []byte, n int) {
+	br := bufio.NewReaderSize(bytes.NewReader(data), oracleBufSize)
+	var h fasthttp.RequestHeader
+	if err := h.Read(br); err != nil {
+		t.Fatalf("we accept, fasthttp refuses: %v", err)
+	}
+	if got := len(data) - br.Buffered(); got != n {
+		t.Fatalf("head length: ours %d, fasthttp %d", n, got)
+	}
+	if string(h.Method()) != string(r.Method()) {
+		t.Fatalf("method: ours %q, fasthttp %q", r.Method(), h.Method())
+	}
+	switch r.Framing() {
+	case BodyChunked:
+		if h.ContentLength() != -1 {
+			t.Fatalf("framing: ours chunked, fasthttp length %d", h.ContentLength())
+		}
+	case BodyContentLength:
+		if int64(h.ContentLength()) != r.ContentLength() {
+			t.Fatalf("framing: ours length %d, fasthttp %d", r.ContentLength(), h.ContentLength())
+		}
+	case BodyNone:
+		if h.ContentLength() > 0 || h.ContentLength() == -1 {
+			t.Fatalf("framing: ours none, fasthttp length %d", h.ContentLength())
+		}
+	}
+}
+
+func FuzzResponseHead(f *testing.F) {
+	for _, tc := range responseCases {
+		f.Add([]byte(tc.head+tc.body), tc.headRequest)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, headRequest bool) {
+		r := Response{HeadRequest: headRequest}
+		n, err := r.Parse(data)
+		for _, cuts := range fuzzCuts(data) {
+			r2 := Response{HeadRequest: headRequest}
+			if n2, err2 := feed(&r2, data, cuts); n2 != n || err2 != err {
+				t.Fatalf("fed in %d pieces: (%d, %v), whole: (%d, %v)", len(cuts)+1, n2, err2, n, err)
+			}
+		}
+		if err != nil {
+			if err != ErrNeedMore && statusOf(err) != 502 {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		checkResponseNetHTTP(t, &r, data, n, headRequest)
+		checkResponseFastHTTP(t, &r, data, n, headRequest)
+	})
+}
+
+func checkResponseNetHTTP(t *testing.T, r *Response, data []byte, n int, headRequest bool) {
+	method := http.MethodGet
+	if headRequest {
+		method = http.MethodHead
+	}
+	br := bufio.NewReaderSize(bytes.NewReader(data), oracleBufSize)
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("we accept, net/http refuses: %v", err)
+	}
+	if got := len(data) - br.Buffered(); got != n {
+		t.Fatalf("head length: ours %d, net/http %d", n, got)
+	}
+	if resp.StatusCode != r.StatusCode() || resp.ProtoMinor != r.ProtoMinor() {
+		t.Fatalf("status: ours %d 1.%d, net/http %d 1.%d", r.StatusCode(), r.ProtoMinor(), resp.StatusCode, resp.ProtoMinor)
+	}
+	chunked := slices.Equal(resp.TransferEncoding, []string{"chunked"})
+	switch r.Framing() {
+	case BodyChunked:
+		if !chunked {
+			t.Fatalf("framing: ours chunked, net/http %q %d", resp.TransferEncoding, resp.ContentLength)
+		}
+	case BodyContentLength:
+		if chunked || resp.ContentLength != r.ContentLength() {
+			t.Fatalf("framing: ours length %d, net/http %q %d", r.ContentLength(), resp.TransferEncoding, resp.ContentLength)
+		}
+	case BodyUntilClose:
+		if chunked || resp.ContentLength != -1 || !resp.Close {
+			t.Fatalf("framing: ours until close, net/http %q %d close %v", resp.TransferEncoding, resp.ContentLength, resp.Close)
+		}
+	case BodyNone:
+		if body, _ := io.ReadAll(resp.Body); len(body) != 0 || len(data)-br.Buffered() != n {
+			t.Fatalf("framing: ours none, net/http read a body %q", body)
+		}
+	}
+	if r.Framing() != BodyNone && resp.Close == r.KeepAlive() {
+		t.Fatalf("keep-alive: ours %v, net/http close %v", r.KeepAlive(), resp.Close)
+	}
+}
+
+func checkResponseFastHTTP(t *testing.T, r *Response, data []byte, n int, headRequest bool) {
+	if r.Interim() {
+		// fasthttp reads past interim responses to the final one.
+		return
+	}
+	br := bufio.NewReaderSize(bytes.NewReader(data), oracleBufSize)
+	var h fasthttp.ResponseHeader
+	if err := h.Read(br); err != nil {
+		t.Fatalf("we accept, fasthttp refuses: %v", err)
+	}
+	if got := len(data) - br.Buffered(); got != n {
+		t.Fatalf("head length: ours %d, fasthttp %d", n, got)
+	}
+	if h.StatusCode() != r.StatusCode() {
+		t.Fatalf("status: ours %d, fasthttp %d", r.StatusCode(), h.StatusCode())
+	}
+	if headRequest {
+		return // fasthttp's header does not know the request method
+	}
+	switch r.Framing() {
+	case BodyChunked:
+		if h.ContentLength() != -1 {
+			t.Fatalf("framing: ours chunked, fasthttp length %d", h.ContentLength())
+		}
+	case BodyContentLength:
+		if int64(h.ContentLength()) != r.ContentLength() {
+			t.Fatalf("framing: ours length %d, fasthttp %d", r.ContentLength(), h.ContentLength())
+		}
+	case BodyUntilClose:
+		if h.ContentLength() != -2 {
+			t.Fatalf("framing: ours until close, fasthttp length %d", h.ContentLength())
+		}
+	}
+}
+
+const chunkedRequestHead = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+func FuzzChunked(f *testing.F) {
+	for _, tc := range chunkedCases {
+		if len(tc.body) < 1000 {
+			f.Add([]byte(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d ChunkedDecoder
+		decoded, used, err := decodeChunked(&d, data, nil)
+		for _, cuts := range fuzzCuts(data) {
+			var d2 ChunkedDecoder
+			decoded2, used2, err2 := decodeChunked(&d2, data, cuts)
+			if !bytes.Equal(decoded2, decoded) || used2 != used || err2 != err || d2.Done() != d.Done() {
+				t.Fatalf("fed in %d pieces: (%q, %d, %v), whole: (%q, %d, %v)", len(cuts)+1, decoded2, used2, err2, decoded, used, err)
+			}
+		}
+		if err != nil {
+			if statusOf(err) != 400 {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if !d.Done() {
+			return
+		}
+		msg := append([]byte(chunkedRequestHead), data...)
+		br := bufio.NewReaderSize(bytes.NewReader(msg), oracleBufSize)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			t.Fatalf("we accept, net/http refuses: %v", err)
+		}
+		if !bytes.Equal(body, decoded) {
+			t.Fatalf("data: ours %q, net/http %q", decoded, body)
+		}
+		if got := len(msg) - br.Buffered() - len(chunkedRequestHead); got != used {
+			t.Fatalf("body length: ours %d, net/http %d", used, got)
+		}
+
+		br = bufio.NewReaderSize(bytes.NewReader(msg), oracleBufSize)
+		var freq fasthttp.Request
+		if err := freq.Read(br); err != nil {
+			t.Fatalf("we accept, fasthttp refuses: %v", err)
+		}
+		if !bytes.Equal(freq.Body(), decoded) {
+			t.Fatalf("data: ours %q, fasthttp %q", decoded, freq.Body())
+		}
+		if got := len(msg) - br.Buffered() - len(chunkedRequestHead); got != used {
+			t.Fatalf("body length: ours %d, fasthttp %d", used, got)
+		}
+	})
+}
