@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -44,11 +45,46 @@ func leadingEmptyLines(data []byte) int {
 	return i
 }
 
+// requestFuzzSeeds probe corners where parsers are known to differ.
+var requestFuzzSeeds = []string{
+	"GET http://[::1]:80/ HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+	"GET http://[::1/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://[1:2]x/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://[fe80::1%25eth0]/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://a!$&'()*+,;=b/ HTTP/1.1\r\nHost: a!$&'()*+,;=b\r\n\r\n",
+	"GET http://h:/ HTTP/1.1\r\nHost: h:\r\n\r\n",
+	"GET http://h:99999999/ HTTP/1.1\r\nHost: h:99999999\r\n\r\n",
+	"GET http://h%41/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET //x HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a:b HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a?%zz HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /\\a^`{|}<>\" HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: [1:2]x\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: .a.\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+	"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"GET / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive, close\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nConnection: ,,keep-alive,,\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nCookie: \x80\xff\r\n\r\n",
+	"get / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"OPTIONS http://a HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://[:]/ HTTP/1.1\r\nHost: [:]\r\n\r\n",
+	"GET http://[1.2.3.4]/ HTTP/1.1\r\nHost: [1.2.3.4]\r\n\r\n",
+	"GET http://[::ffff:1.2.3.4]:8/ HTTP/1.1\r\nHost: [...]\r\n\r\n",
+	"GET http://[::ffff:1.2.3.4]:8/ HTTP/1.1\r\nHost: [1:2:3:4:5:6:7::]\r\n\r\n",
+	"GET http://[1:2:3:4:5:6:7:8]/ HTTP/1.1\r\nHost: [1:2:3:4:5:6:1.2.3.4]\r\n\r\n",
+	"GET http://[1::2::3]/ HTTP/1.1\r\nHost: [::]\r\n\r\n",
+}
+
 func FuzzRequestHead(f *testing.F) {
 	for _, tc := range requestCases {
 		if len(tc.head) < 1000 {
 			f.Add([]byte(tc.head + tc.body))
 		}
+	}
+	for _, s := range requestFuzzSeeds {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r Request
@@ -288,6 +324,22 @@ func FuzzChunked(f *testing.F) {
 		}
 		if got := len(msg) - br.Buffered() - len(chunkedRequestHead); got != used {
 			t.Fatalf("body length: ours %d, fasthttp %d", used, got)
+		}
+	})
+}
+
+// FuzzIPv6Literal holds validIPv6 to net/netip, which net/url applies to an
+// IP-literal host: the same verdict, except that netip also takes zones
+// ("fe80::1%eth0") and bare IPv4, which an IP-literal cannot hold.
+func FuzzIPv6Literal(f *testing.F) {
+	for _, s := range []string{"::", "::1", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4", "1::2::3", "fe80::1%eth0", "1.2.3.4", "::1.2.3.04"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		addr, err := netip.ParseAddr(s)
+		want := err == nil && addr.Is6() && addr.Zone() == ""
+		if got := validIPv6([]byte(s)); got != want {
+			t.Fatalf("validIPv6(%q) = %v, netip: %v %v", s, got, addr, err)
 		}
 	})
 }

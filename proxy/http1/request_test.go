@@ -358,3 +358,21 @@ func TestLengthBody(t *testing.T) {
 		t.Fatal("took past the end")
 	}
 }
+
+func TestValidIPv6(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"::", true}, {"::1", true}, {"1::", true}, {"1:2:3:4:5:6:7:8", true}, {"1:2:3:4:5:6:7::", true},
+		{"::ffff:1.2.3.4", true}, {"1:2:3:4:5:6:1.2.3.4", true}, {"fe80::abcd", true}, {"ABCD::", true},
+		{"", false}, {":", false}, {":::", false}, {"1::2::3", false}, {"1:2:3:4:5:6:7:8:9", false},
+		{"1:2:3:4:5:6:7:8::", false}, {"12345::", false}, {"1:", false}, {":1", false}, {"1.2.3.4", false},
+		{"::1.2.3.04", false}, {"::1.2.3.256", false}, {"::1.2.3", false}, {"::1.2.3.4.5", false}, {"g::", false},
+		{"1:2:3:4:5:6:7:1.2.3.4", false}, {"::1.2.3.4:1", false},
+	} {
+		if got := validIPv6([]byte(tc.s)); got != tc.want {
+			t.Errorf("validIPv6(%q) = %v", tc.s, got)
+		}
+	}
+}

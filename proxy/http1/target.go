@@ -100,8 +100,8 @@ func (r *target) splitPathQuery(t []byte, from int) bool {
 }
 
 // validHostPort checks uri-host [":" port] (RFC 9110 §7.2, RFC 3986 §3.2.2):
-// a non-empty reg-name without percent escapes or an IP-literal of hex
-// digits, colons and dots, then an optional run of port digits. It also
+// a non-empty reg-name without percent escapes or a bracketed IPv6 address
+// (no zone, no IPvFuture), then an optional run of port digits. It also
 // refuses "..", like nginx.
 func validHostPort(s []byte, requirePort bool) bool {
 	if len(s) == 0 {
@@ -110,13 +110,8 @@ func validHostPort(s []byte, requirePort bool) bool {
 	i := 0
 	if s[0] == '[' {
 		close := bytes.IndexByte(s, ']')
-		if close < 2 {
+		if close < 0 || !validIPv6(s[1:close]) {
 			return false
-		}
-		for _, c := range s[1:close] {
-			if byteClass[c]&classHex == 0 && c != ':' && c != '.' {
-				return false
-			}
 		}
 		i = close + 1
 	} else {
@@ -146,4 +141,75 @@ func validHostPort(s []byte, requirePort bool) bool {
 		}
 	}
 	return true
+}
+
+// validIPv6 checks an IPv6address (RFC 3986 §3.2.2, RFC 4291 §2.2) the way
+// net/netip does, which net/url applies to an IP-literal: eight groups of one
+// to four hex digits, or fewer around a single "::", the last two possibly
+// written as a dotted quad without leading zeros.
+func validIPv6(s []byte) bool {
+	groups, ellipsis, i := 0, false, 0
+	if len(s) >= 2 && s[0] == ':' && s[1] == ':' {
+		ellipsis, i = true, 2
+	}
+	for i < len(s) {
+		j := i
+		for j < len(s) && byteClass[s[j]]&classHex != 0 {
+			j++
+		}
+		if j < len(s) && s[j] == '.' {
+			if !validIPv4(s[i:]) {
+				return false
+			}
+			groups += 2
+			break
+		}
+		if j == i || j-i > 4 {
+			return false
+		}
+		groups++
+		i = j
+		if i == len(s) {
+			break
+		}
+		if s[i] != ':' || i+1 == len(s) {
+			return false
+		}
+		i++
+		if s[i] == ':' {
+			if ellipsis {
+				return false
+			}
+			ellipsis = true
+			i++
+		}
+	}
+	if ellipsis {
+		return groups < 8
+	}
+	return groups == 8
+}
+
+// validIPv4 checks a dotted quad of decimal octets without leading zeros.
+func validIPv4(s []byte) bool {
+	for octet := 0; octet < 4; octet++ {
+		if octet > 0 {
+			if len(s) == 0 || s[0] != '.' {
+				return false
+			}
+			s = s[1:]
+		}
+		j := 0
+		for j < len(s) && j < 4 && isDigit(s[j]) {
+			j++
+		}
+		if j == 0 || j > 3 || j > 1 && s[0] == '0' {
+			return false
+		}
+		if n, _ := parseDecimal(s[:j]); n > 255 {
+			return false
+		}
+		s = s[j:]
+	}
+	return len(s) == 0
 }
