@@ -2,29 +2,31 @@ package numa
 
 import (
 	"fmt"
-
-	"golang.org/x/sys/unix"
 )
 
-// AllowedCPUs returns the CPUs this process may run on: the main thread's
-// scheduler affinity intersected with the cgroup cpuset. This is the count
-// `worker_processes auto` means. A cgroup whose cpuset cannot be read does not
-// restrict the result.
+// startAffinity is the scheduler affinity the process started with, read
+// during package initialisation, which runs on the main thread before any
+// event loop pins a thread (a loop's locked goroutine may be running on the
+// main thread, so its mask later says nothing about the process). This is
+// also what runtime.NumCPU reports.
+var startAffinity, startAffinityErr = ThreadAffinity(0)
+
+// AllowedCPUs returns the CPUs this process may run on: the scheduler
+// affinity it started with intersected with the cgroup cpuset. This is the
+// count `worker_processes auto` means. A cgroup whose cpuset cannot be read
+// does not restrict the result.
 func AllowedCPUs() (CPUSet, error) {
-	// The main thread's mask (tid = pid), not the caller's: a pinned loop
-	// thread asking must not see only its own CPU.
-	aff, err := ThreadAffinity(unix.Getpid())
-	if err != nil {
-		return CPUSet{}, err
+	if startAffinityErr != nil {
+		return CPUSet{}, startAffinityErr
 	}
 	cg, ok, err := CgroupCPUs("/")
 	if err != nil || !ok {
 		// No readable cpuset: the affinity mask alone decides.
-		return aff, nil
+		return startAffinity, nil
 	}
-	allowed := aff.And(cg)
+	allowed := startAffinity.And(cg)
 	if allowed.IsEmpty() {
-		return CPUSet{}, fmt.Errorf("allowed cpus: affinity %s and cgroup cpuset %s do not intersect", aff, cg)
+		return CPUSet{}, fmt.Errorf("allowed cpus: affinity %s and cgroup cpuset %s do not intersect", startAffinity, cg)
 	}
 	return allowed, nil
 }

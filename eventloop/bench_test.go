@@ -1,0 +1,87 @@
+package eventloop
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/numa"
+)
+
+// BenchmarkEchoRoundTrip sends 64 bytes through a loop and reads them back
+// from a plain blocking socket; allocations count the whole process.
+func BenchmarkEchoRoundTrip(b *testing.B) {
+	allowed, err := numa.AllowedCPUs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpus := allowed.CPUs()
+	l, addr := startLoop(b, Config{CPU: cpus[0], Handler: echoHandler()})
+	_ = l
+	if len(cpus) > 1 { // client on another CPU than the loop
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		_ = numa.PinThread(cpus[1])
+		defer func() { _ = numa.SetThreadAffinity(0, allowed) }()
+	}
+	ap := netip.MustParseAddrPort(addr)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		b.Fatal(err)
+	}
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := unix.Write(fd, msg); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < len(buf); {
+			n, err := unix.Read(fd, buf[got:])
+			if err != nil || n == 0 {
+				b.Fatalf("read: %d %v", n, err)
+			}
+			got += n
+		}
+	}
+}
+
+// BenchmarkTimer measures re-arming and cancelling timers embedded in their
+// owners, among 10k pending ones, on a loop that is not running (timers are
+// loop-thread only; here the benchmark goroutine is that thread).
+func BenchmarkTimer(b *testing.B) {
+	l, err := New(Config{CPU: -1, Handler: echoHandler()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = l.Stop() }()
+	const n = 10000
+	ts := make([]Timer, n)
+	for i := range ts {
+		l.InitTimer(&ts[i], func(*Timer) {})
+		ts[i].Reset(time.Duration(i+1) * time.Millisecond)
+	}
+	b.Run("reset", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			ts[i%n].Reset(time.Duration(n+i%977) * time.Millisecond)
+		}
+	})
+	b.Run("cancel+arm", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			t := &ts[i%n]
+			t.Stop()
+			t.Reset(time.Duration(n+i%977) * time.Millisecond)
+		}
+	})
+}

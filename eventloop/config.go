@@ -1,0 +1,57 @@
+package eventloop
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config describes one loop. Zero fields take the defaults noted.
+type Config struct {
+	// CPU is the CPU the loop's thread is pinned to; -1 leaves it unpinned.
+	CPU int
+	// Handler serves accepted connections.
+	Handler Handler
+	// OnStart runs on the loop's locked, pinned thread before it polls (for
+	// per-thread settings such as the NUMA memory policy); an error fails Start.
+	OnStart func(*Loop) error
+	// Logger receives the loop's logs; default slog.Default().
+	Logger *slog.Logger
+	// Pool lends output buffers; default a new HeapPool per loop.
+	Pool BufferPool
+	// ReadBufferSize is the size of the loop's scratch read buffer; default 64 KiB.
+	ReadBufferSize int
+	// ChunkSize is the size of the buffers queued output is copied into; default 16 KiB.
+	ChunkSize int
+	// WriteHighWater is the queued output above which OnWriteBlocked runs; default 256 KiB.
+	WriteHighWater int
+	// WriteLowWater is the queued output at or below which OnWritable runs; default 64 KiB.
+	WriteLowWater int
+	// AcceptRetry is how long a listener stays unpolled after accept failed
+	// for lack of fds or memory, unless a connection of the loop closes first;
+	// default 100ms.
+	AcceptRetry time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Pool == nil {
+		c.Pool = NewHeapPool()
+	}
+	if c.ReadBufferSize <= 0 {
+		c.ReadBufferSize = 64 << 10
+	}
+	if c.ChunkSize <= 0 {
+		c.ChunkSize = 16 << 10
+	}
+	if c.WriteHighWater <= 0 {
+		c.WriteHighWater = 256 << 10
+	}
+	if c.WriteLowWater <= 0 || c.WriteLowWater > c.WriteHighWater {
+		c.WriteLowWater = min(64<<10, c.WriteHighWater/4)
+	}
+	if c.AcceptRetry <= 0 {
+		c.AcceptRetry = 100 * time.Millisecond
+	}
+}

@@ -1,0 +1,275 @@
+package eventloop
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime/debug"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type connState uint8
+
+const (
+	connConnecting connState = iota // outbound connect in progress
+	connOpen
+	connClosing // flushing queued output, then closing
+	connClosed
+)
+
+// conn is a TCP connection owned by one loop; it implements Conn.
+type conn struct {
+	loop  *Loop
+	h     Handler
+	fd    int
+	gen   uint32
+	state connState
+
+	events  uint32 // epoll interest currently registered
+	paused  bool   // PauseRead in effect
+	idle    bool   // SetIdle(true) in effect
+	blocked bool   // above the write high watermark, OnWriteBlocked sent
+
+	q        outQueue
+	timer    Timer
+	closeErr error // OnClose error once a graceful close completes
+	failErr  error // a write failed; the loop closes the conn after the callback
+
+	ctx         any
+	remote      netip.AddrPort
+	local       netip.AddrPort
+	localLoaded bool
+}
+
+var _ Conn = (*conn)(nil)
+
+func (l *Loop) newConn(fd int, h Handler) *conn {
+	c := &conn{loop: l, h: h, fd: fd}
+	l.InitTimer(&c.timer, c.onTimer)
+	return c
+}
+
+func (l *Loop) registerConn(c *conn, state connState) error {
+	c.state = state
+	c.gen = l.table.register(c.fd, slotConn, c, nil)
+	c.events = c.wantEvents()
+	if err := l.epollAdd(c.fd, c.gen, c.events); err != nil {
+		l.table.unregister(c.fd)
+		return err
+	}
+	l.openConns.Add(1)
+	return nil
+}
+
+// wantEvents is the epoll interest the connection's state calls for. The set
+// is level-triggered: pausing a read is removing EPOLLIN, and output is
+// polled only while something is queued.
+func (c *conn) wantEvents() uint32 {
+	var ev uint32
+	switch c.state {
+	case connConnecting:
+		return unix.EPOLLOUT
+	case connOpen:
+		if !c.paused {
+			ev = unix.EPOLLIN | unix.EPOLLRDHUP
+		}
+	}
+	if c.q.size > 0 {
+		ev |= unix.EPOLLOUT
+	}
+	return ev
+}
+
+func (c *conn) updateEvents() {
+	if c.state == connClosed {
+		return
+	}
+	if want := c.wantEvents(); want != c.events {
+		if err := c.loop.epollMod(c.fd, c.gen, want); err != nil {
+			c.fail(err)
+			return
+		}
+		c.events = want
+	}
+}
+
+// connEvent handles one epoll event for c.
+func (l *Loop) connEvent(c *conn, ev uint32) {
+	defer l.recoverConn(c)
+	switch c.state {
+	case connClosed:
+		return
+	case connConnecting:
+		c.finishConnect()
+		return
+	}
+	if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.q.size > 0 {
+		if err := c.flush(); err != nil {
+			c.closeNow(err)
+			return
+		}
+	}
+	if c.state == connOpen && !c.paused && ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.read()
+		return
+	}
+	if ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.state != connClosed {
+		c.closeNow(c.socketError("connection lost"))
+	}
+}
+
+// recoverConn turns a handler panic into closing that connection.
+func (l *Loop) recoverConn(c *conn) {
+	if r := recover(); r != nil {
+		l.panics.Add(1)
+		l.log.Error("panic in connection handler; closing the connection",
+			"panic", r, "fd", c.fd, "remote", c.remote, "stack", string(debug.Stack()))
+		c.closeNow(&PanicError{Value: r})
+	}
+}
+
+func (l *Loop) callOpen(c *conn) {
+	defer l.recoverConn(c)
+	c.h.OnOpen(c)
+}
+
+func (l *Loop) callClose(c *conn, err error) {
+	defer l.recoverTask("OnClose")
+	c.h.OnClose(c, err)
+}
+
+// socketError returns the pending SO_ERROR, or a generic error naming what happened.
+func (c *conn) socketError(what string) error {
+	errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err == nil && errno != 0 {
+		return fmt.Errorf("%s: %w", what, unix.Errno(errno))
+	}
+	return fmt.Errorf("%s: %w", what, unix.ECONNRESET)
+}
+
+func (c *conn) onTimer(*Timer) {
+	defer c.loop.recoverConn(c)
+	switch c.state {
+	case connConnecting:
+		c.closeNow(fmt.Errorf("connect %s: %w", c.remote, ErrDialTimeout))
+	case connOpen, connClosing:
+		c.h.OnTimeout(c)
+	}
+}
+
+// closeGraceful stops reading and closes once queued output is sent.
+func (c *conn) closeGraceful(err error) {
+	if c.state == connClosed || c.state == connClosing {
+		return
+	}
+	if c.q.size == 0 || c.state == connConnecting {
+		c.closeNow(err)
+		return
+	}
+	c.state, c.closeErr = connClosing, err
+	c.updateEvents()
+}
+
+// closeNow closes the socket at once, dropping queued output, and tells the handler.
+func (c *conn) closeNow(err error) {
+	if c.state == connClosed {
+		return
+	}
+	l := c.loop
+	c.state = connClosed
+	c.timer.Stop()
+	c.q.release(l.pool)
+	l.table.unregister(c.fd)
+	// Explicit: close(2) leaves the registration alive while a forked child
+	// still holds the fd between fork and exec.
+	l.epollDel(c.fd)
+	_ = unix.Close(c.fd)
+	l.openConns.Add(-1)
+	l.closed.Add(1)
+	l.callClose(c, err)
+	l.resumeAllAccept()
+	l.checkDrained()
+}
+
+// fail records a write-side failure; the loop closes c after the current callback.
+func (c *conn) fail(err error) {
+	if c.failErr == nil {
+		c.failErr = err
+		c.loop.failed = append(c.loop.failed, c)
+	}
+}
+
+// Close implements Conn.
+func (c *conn) Close() error {
+	switch c.state {
+	case connClosed, connClosing:
+		return ErrClosed
+	}
+	c.closeGraceful(nil)
+	return nil
+}
+
+// PauseRead implements Conn.
+func (c *conn) PauseRead() {
+	if !c.paused {
+		c.paused = true
+		c.updateEvents()
+	}
+}
+
+// ResumeRead implements Conn.
+func (c *conn) ResumeRead() {
+	if c.paused {
+		c.paused = false
+		c.updateEvents()
+	}
+}
+
+// SetIdle implements Conn.
+func (c *conn) SetIdle(idle bool) {
+	c.idle = idle
+	if idle && c.loop.draining() {
+		c.closeGraceful(ErrDraining)
+	}
+}
+
+// SetTimeout implements Conn.
+func (c *conn) SetTimeout(d time.Duration) {
+	if c.state == connClosed {
+		return
+	}
+	if d <= 0 {
+		c.timer.Stop()
+		return
+	}
+	c.timer.Reset(d)
+}
+
+// Queued implements Conn.
+func (c *conn) Queued() int { return c.q.size }
+
+// Fd implements Conn.
+func (c *conn) Fd() int { return c.fd }
+
+// RemoteAddr implements Conn.
+func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
+
+// LocalAddr implements Conn; the first call asks the kernel.
+func (c *conn) LocalAddr() netip.AddrPort {
+	if !c.localLoaded && c.state != connClosed {
+		if a, err := localAddr(c.fd); err == nil {
+			c.local, c.localLoaded = a, true
+		}
+	}
+	return c.local
+}
+
+// Context implements Conn.
+func (c *conn) Context() any { return c.ctx }
+
+// SetContext implements Conn.
+func (c *conn) SetContext(v any) { c.ctx = v }
+
+// Loop implements Conn.
+func (c *conn) Loop() *Loop { return c.loop }

@@ -1,0 +1,48 @@
+package eventloop
+
+import (
+	"errors"
+	"io"
+	"net/netip"
+	"testing"
+)
+
+func TestEchoAndConnAPI(t *testing.T) {
+	type state struct{ n int }
+	closed := make(chan error, 1)
+	var local, remote netip.AddrPort
+	h := &funcHandler{
+		open: func(c Conn) {
+			c.SetContext(&state{})
+			local, remote = c.LocalAddr(), c.RemoteAddr()
+		},
+		data: func(c Conn, b []byte) {
+			st := c.Context().(*state)
+			st.n += len(b)
+			_, _ = c.Writev([][]byte{b[:1], b[1:]})
+		},
+		close: func(c Conn, err error) { closed <- err },
+	}
+	pool := NewHeapPool()
+	l, addr := startLoop(t, Config{Handler: h, Pool: pool})
+	c := dial(t, addr)
+	for _, msg := range []string{"hello", "world, again", "x"} {
+		if got := roundTrip(t, c, msg); got != msg {
+			t.Fatalf("echo %q, want %q", got, msg)
+		}
+	}
+	onLoop(t, l, func() {}) // orders the handler's writes before the reads below
+	if remote.String() != c.LocalAddr().String() || local.String() != addr {
+		t.Errorf("server saw local %s remote %s; client is %s -> %s", local, remote, c.LocalAddr(), addr)
+	}
+	_ = c.Close()
+	if err := recv(t, closed); !errors.Is(err, io.EOF) {
+		t.Errorf("OnClose err = %v, want EOF", err)
+	}
+	if pool.Outstanding() != 0 {
+		t.Errorf("buffers outstanding after close: %d", pool.Outstanding())
+	}
+	if s := l.Stats(); s.Accepted != 1 || s.Closed != 1 || s.Conns != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}

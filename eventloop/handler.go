@@ -1,0 +1,67 @@
+package eventloop
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Handler is what a protocol layer implements. Every method runs on the loop
+// thread that owns the connection; none may block.
+type Handler interface {
+	// OnOpen runs once an accepted connection is registered or an outbound
+	// connect succeeded.
+	OnOpen(c Conn)
+	// OnData delivers received bytes. data is the loop's scratch buffer and is
+	// valid only during the call: copy what must be kept, or consume it in place.
+	OnData(c Conn, data []byte)
+	// OnWriteBlocked runs when the outbound queue grows above the high
+	// watermark (possibly from inside c.Write): stop producing for c, e.g.
+	// PauseRead the connection feeding it.
+	OnWriteBlocked(c Conn)
+	// OnWritable runs when the outbound queue fell back to the low watermark
+	// after OnWriteBlocked.
+	OnWritable(c Conn)
+	// OnTimeout runs when the timer armed by c.SetTimeout fires.
+	OnTimeout(c Conn)
+	// OnClose runs once when the connection is gone, with why: io.EOF for an
+	// orderly close by the peer, nil for Close, ErrDialTimeout or a wrapped
+	// errno for a failed connect (then without OnOpen before it), ErrStopped,
+	// ErrDraining, ErrDrainTimeout, a *PanicError, or a wrapped I/O error.
+	OnClose(c Conn, err error)
+}
+
+// Conn is a connection as a Handler sees it. *Loop's TCP connections
+// implement it; a TLS layer can wrap one and implement it again. Methods must
+// be called on the owning loop's thread.
+type Conn interface {
+	// Write sends p now as far as the socket takes it and queues the rest
+	// (copied into pool buffers); it never blocks and accepts all of p unless
+	// the connection failed or is closing.
+	Write(p []byte) (int, error)
+	// Writev is Write for several buffers, sent with one writev.
+	Writev(bufs [][]byte) (int, error)
+	// Close flushes the outbound queue, then closes; reading stops at once.
+	Close() error
+	// PauseRead stops delivering OnData (the socket is no longer polled for input).
+	PauseRead()
+	// ResumeRead undoes PauseRead.
+	ResumeRead()
+	// SetIdle marks the connection as idle (waiting for a new request) or busy.
+	// Drain closes idle connections and waits for busy ones.
+	SetIdle(idle bool)
+	// SetTimeout arms the connection's timer to call OnTimeout after d,
+	// replacing any previous deadline; d <= 0 cancels it.
+	SetTimeout(d time.Duration)
+	// Queued returns the number of bytes waiting in the outbound queue.
+	Queued() int
+	// Fd returns the socket's file descriptor.
+	Fd() int
+	LocalAddr() netip.AddrPort
+	RemoteAddr() netip.AddrPort
+	// Context returns the value stored by SetContext.
+	Context() any
+	// SetContext stores a value for the handler's own use.
+	SetContext(v any)
+	// Loop returns the loop that owns the connection.
+	Loop() *Loop
+}

@@ -1,0 +1,186 @@
+package eventloop
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/panjf2000/gnet/v2/pkg/socket"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultBacklog is nginx's listen backlog on Linux.
+const DefaultBacklog = 511
+
+// Listener is a listening TCP socket owned by one loop. Each loop has its own
+// socket per address, grouped by SO_REUSEPORT, so the kernel (or a BPF
+// program given Fd) picks the loop for each new connection.
+type Listener struct {
+	fd   int
+	addr netip.AddrPort
+
+	loop   *Loop
+	gen    uint32
+	paused bool // not polled after accept ran out of fds or memory
+	logged bool // the current accept failure burst was logged
+	retry  Timer
+	closed bool
+}
+
+// Listen opens a non-blocking, close-on-exec TCP listener with SO_REUSEADDR
+// and SO_REUSEPORT (IPV6_V6ONLY for IPv6) made with x/sys/unix: not
+// net.Listen, whose default MPTCP sockets cannot join a BPF socket array.
+// backlog <= 0 means DefaultBacklog.
+func Listen(addr string, backlog int) (*Listener, error) {
+	ap, err := ParseListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return ListenAddrPort(ap, backlog)
+}
+
+// ListenAddrPort is Listen for a parsed address.
+func ListenAddrPort(addr netip.AddrPort, backlog int) (*Listener, error) {
+	if backlog <= 0 {
+		backlog = DefaultBacklog
+	}
+	sa, family := toSockaddr(addr)
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: socket: %w", addr, err)
+	}
+	fail := func(op string, err error) (*Listener, error) {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("listen %s: %s: %w", addr, op, err)
+	}
+	if err := socket.SetReuseAddr(fd, 1); err != nil {
+		return fail("SO_REUSEADDR", err)
+	}
+	if err := socket.SetReuseport(fd, 1); err != nil {
+		return fail("SO_REUSEPORT", err)
+	}
+	if family == unix.AF_INET6 {
+		if err := socket.SetIPv6Only(fd, 1); err != nil {
+			return fail("IPV6_V6ONLY", err)
+		}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	if err := unix.Listen(fd, backlog); err != nil {
+		return fail("listen", err)
+	}
+	ln := &Listener{fd: fd}
+	if ln.addr, err = localAddr(fd); err != nil {
+		return fail("getsockname", err)
+	}
+	return ln, nil
+}
+
+// ListenerFromFD adopts an inherited listening socket (e.g. passed across a
+// binary upgrade): it checks the fd listens on TCP, makes it non-blocking and
+// close-on-exec, and takes ownership of it.
+func ListenerFromFD(fd int) (*Listener, error) {
+	if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil {
+		return nil, fmt.Errorf("listener fd %d: SO_ACCEPTCONN: %w", fd, err)
+	} else if v == 0 {
+		return nil, fmt.Errorf("listener fd %d: socket is not listening", fd)
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || v != unix.IPPROTO_TCP {
+		return nil, fmt.Errorf("listener fd %d: not a TCP socket (protocol %d, %v)", fd, v, err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return nil, fmt.Errorf("listener fd %d: set non-blocking: %w", fd, err)
+	}
+	unix.CloseOnExec(fd)
+	addr, err := localAddr(fd)
+	if err != nil {
+		return nil, fmt.Errorf("listener fd %d: getsockname: %w", fd, err)
+	}
+	return &Listener{fd: fd, addr: addr}, nil
+}
+
+func localAddr(fd int) (netip.AddrPort, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return fromSockaddr(sa), nil
+}
+
+// Fd returns the listening socket, e.g. for a BPF socket array or to pass to
+// a new process. It stays owned by the Listener.
+func (ln *Listener) Fd() int { return ln.fd }
+
+// Addr returns the address the socket is bound to (with the actual port if 0 was asked).
+func (ln *Listener) Addr() netip.AddrPort { return ln.addr }
+
+// Close closes a listener that was never added to a loop; a loop closes its
+// own listeners on Drain and Stop.
+func (ln *Listener) Close() error {
+	if ln.loop != nil {
+		return fmt.Errorf("listener %s: owned by loop cpu %d", ln.addr, ln.loop.cfg.CPU)
+	}
+	if ln.closed {
+		return nil
+	}
+	ln.closed = true
+	if err := unix.Close(ln.fd); err != nil {
+		return fmt.Errorf("close listener %s: %w", ln.addr, err)
+	}
+	return nil
+}
+
+// AddListener hands ln to the loop, which polls it for connections served by
+// Config.Handler and closes it on Drain or Stop. Before Start it registers at
+// once; on a running loop it goes through the task queue and waits.
+func (l *Loop) AddListener(ln *Listener) error {
+	if ln.loop != nil || ln.closed {
+		return fmt.Errorf("listener %s: already added or closed", ln.addr)
+	}
+	if l.state.Load() == stateNew {
+		return l.addListener(ln)
+	}
+	errc := make(chan error, 1)
+	if err := l.Run(func() { errc <- l.addListener(ln) }); err != nil {
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-l.done:
+		return ErrLoopClosed
+	}
+}
+
+func (l *Loop) addListener(ln *Listener) error {
+	if l.state.Load() > stateRunning {
+		return fmt.Errorf("listener %s: loop cpu %d is draining", ln.addr, l.cfg.CPU)
+	}
+	ln.gen = l.table.register(ln.fd, slotListener, nil, ln)
+	if err := l.epollAdd(ln.fd, ln.gen, unix.EPOLLIN); err != nil {
+		l.table.unregister(ln.fd)
+		return fmt.Errorf("listener %s: %w", ln.addr, err)
+	}
+	ln.loop = l
+	l.InitTimer(&ln.retry, func(*Timer) { l.resumeAccept(ln) })
+	l.listeners = append(l.listeners, ln)
+	return nil
+}
+
+// Listeners returns the loop's listeners (read it on the loop or before Start).
+func (l *Loop) Listeners() []*Listener { return l.listeners }
+
+func (l *Loop) closeListener(ln *Listener) {
+	if ln.closed {
+		return
+	}
+	ln.closed = true
+	if ln.paused {
+		ln.paused = false
+		l.acceptPause--
+	}
+	ln.retry.Stop()
+	l.table.unregister(ln.fd)
+	l.epollDel(ln.fd)
+	_ = unix.Close(ln.fd)
+}

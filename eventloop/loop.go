@@ -1,0 +1,240 @@
+package eventloop
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2/pkg/netpoll"
+	"github.com/panjf2000/gnet/v2/pkg/queue"
+	"golang.org/x/sys/unix"
+
+	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
+
+	"github.com/numaproxy/numaproxy/numa"
+)
+
+// loop states, in the order a loop goes through them.
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateDraining
+	stateExited
+)
+
+// Loop is one event loop: a goroutine locked to an OS thread pinned to one
+// CPU, polling its listeners, connections and timers.
+type Loop struct {
+	cfg     Config
+	log     *slog.Logger
+	handler Handler
+	pool    BufferPool
+
+	poller   *netpoll.Poller
+	epfd     int
+	events   [batchSize]unix.EpollEvent
+	modEvent unix.EpollEvent
+	table    fdTable
+
+	base     time.Time
+	timers   timerHeap
+	timerSeq uint64
+	tfd      int
+	tfdArmed int64
+	tfdSpec  unix.ItimerSpec
+	tfdBuf   [8]byte
+
+	scratch []byte
+	iov     [][]byte // writev scratch, at most maxIovecs entries
+
+	listeners   []*Listener
+	failed      []*conn // connections whose write failed, closed after the callback
+	acceptPause int     // listeners currently not polled after EMFILE & co
+	drainTimer  Timer
+	exit        bool
+
+	state atomic.Int32
+	tid   atomic.Int32
+	mu    sync.RWMutex // orders Run against closing the Poller
+	shut  bool
+	done  chan struct{}
+
+	openConns   atomic.Int64
+	accepted    atomic.Uint64
+	closed      atomic.Uint64
+	staleEvents atomic.Uint64
+	panics      atomic.Uint64
+	acceptStops atomic.Uint64
+}
+
+// New prepares a loop: its Poller, epoll set and timerfd. Listeners may be
+// added before Start.
+func New(cfg Config) (*Loop, error) {
+	cfg.setDefaults()
+	l := &Loop{
+		cfg: cfg, log: cfg.Logger.With("cpu", cfg.CPU), handler: cfg.Handler, pool: cfg.Pool,
+		epfd: -1, tfd: -1, base: time.Now(), done: make(chan struct{}),
+		scratch: make([]byte, cfg.ReadBufferSize), iov: make([][]byte, 0, maxIovecs),
+	}
+	var err error
+	if l.poller, err = netpoll.OpenPoller(); err != nil {
+		return nil, fmt.Errorf("loop cpu %d: open poller: %w", cfg.CPU, err)
+	}
+	if err = l.openEpoll(); err == nil {
+		err = l.openTimerfd()
+	}
+	if err == nil {
+		err = l.poller.AddRead(&netpoll.PollAttachment{FD: l.epfd}, false)
+	}
+	if err == nil {
+		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil, nil), unix.EPOLLIN)
+	}
+	if err != nil {
+		l.closeFds()
+		return nil, fmt.Errorf("loop cpu %d: %w", cfg.CPU, err)
+	}
+	l.InitTimer(&l.drainTimer, func(*Timer) { l.closeAll(ErrDrainTimeout) })
+	return l, nil
+}
+
+// Start runs the loop on a new goroutine locked to its OS thread and pinned
+// to Config.CPU, runs Config.OnStart there, and returns once polling begins
+// or with the error that prevented it.
+func (l *Loop) Start() error {
+	if !l.state.CompareAndSwap(stateNew, stateRunning) {
+		return errors.New("eventloop: loop already started")
+	}
+	ready := make(chan error, 1)
+	go l.run(ready)
+	return <-ready
+}
+
+func (l *Loop) run(ready chan<- error) {
+	// Never unlocked: when this goroutine returns, the runtime ends the thread
+	// instead of handing a pinned thread with a NUMA policy to other goroutines.
+	// Pin only after locking: the runtime then starts any new thread from its
+	// template thread, so no ordinary thread inherits this CPU mask.
+	runtime.LockOSThread()
+	defer l.shutdown()
+	l.tid.Store(int32(unix.Gettid()))
+	if l.cfg.CPU >= 0 {
+		if err := numa.PinThread(l.cfg.CPU); err != nil {
+			ready <- fmt.Errorf("loop cpu %d: %w", l.cfg.CPU, err)
+			return
+		}
+	}
+	if l.cfg.OnStart != nil {
+		if err := l.cfg.OnStart(l); err != nil {
+			ready <- fmt.Errorf("loop cpu %d: start hook: %w", l.cfg.CPU, err)
+			return
+		}
+	}
+	ready <- nil
+	if err := l.poller.Polling(l.onPoll); err != nil && !errors.Is(err, errorx.ErrEngineShutdown) {
+		l.log.Error("poller stopped", "err", err)
+	}
+}
+
+// shutdown closes whatever is left once polling ended, then every fd.
+func (l *Loop) shutdown() {
+	for _, ln := range l.listeners {
+		l.closeListener(ln)
+	}
+	l.closeAll(ErrStopped)
+	l.state.Store(stateExited)
+	l.mu.Lock()
+	l.shut = true
+	l.closeFds()
+	l.mu.Unlock()
+	close(l.done)
+}
+
+func (l *Loop) closeFds() {
+	if l.tfd >= 0 {
+		_ = unix.Close(l.tfd)
+	}
+	if l.epfd >= 0 {
+		_ = unix.Close(l.epfd)
+	}
+	_ = l.poller.Close()
+}
+
+// Run queues fn to run on the loop's thread; it is the only way other
+// goroutines touch a loop. Tasks still queued when the loop exits are dropped.
+func (l *Loop) Run(fn func()) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.shut {
+		return ErrLoopClosed
+	}
+	if err := l.poller.Trigger(queue.HighPriority, l.runTask, fn); err != nil {
+		return fmt.Errorf("loop cpu %d: queue task: %w", l.cfg.CPU, err)
+	}
+	return nil
+}
+
+func (l *Loop) runTask(arg any) error {
+	l.safeCall(arg.(func()))
+	l.closeFailed()
+	return l.exitErr()
+}
+
+func (l *Loop) safeCall(fn func()) {
+	defer l.recoverTask("task")
+	fn()
+}
+
+// recoverTask logs a panic of a task or timer callback; the loop keeps running.
+func (l *Loop) recoverTask(what string) {
+	if r := recover(); r != nil {
+		l.panics.Add(1)
+		l.log.Error("panic in "+what, "panic", r, "stack", string(debug.Stack()))
+	}
+}
+
+// exitErr tells the Poller to return once the loop decided to exit.
+func (l *Loop) exitErr() error {
+	if l.exit {
+		return errorx.ErrEngineShutdown
+	}
+	return nil
+}
+
+// Done is closed once the loop has exited and closed all its fds.
+func (l *Loop) Done() <-chan struct{} { return l.done }
+
+// CPU returns the CPU the loop is pinned to (-1 if unpinned).
+func (l *Loop) CPU() int { return l.cfg.CPU }
+
+// Tid returns the loop thread's kernel thread id (0 before Start).
+func (l *Loop) Tid() int { return int(l.tid.Load()) }
+
+// Pool returns the pool the loop's connections borrow buffers from.
+func (l *Loop) Pool() BufferPool { return l.pool }
+
+// Logger returns the loop's logger.
+func (l *Loop) Logger() *slog.Logger { return l.log }
+
+// Stats are a loop's counters; reading them takes no lock.
+type Stats struct {
+	Conns       int64  // connections open now
+	Accepted    uint64 // connections accepted
+	Closed      uint64 // connections closed (accepted or dialed)
+	StaleEvents uint64 // epoll events dropped because their fd generation was gone
+	Panics      uint64 // handler, task and timer panics recovered
+	AcceptStops uint64 // times a listener stopped being polled after accept failed
+}
+
+// Stats returns the loop's counters; safe from any goroutine.
+func (l *Loop) Stats() Stats {
+	acc, cl := l.accepted.Load(), l.closed.Load()
+	return Stats{
+		Conns: int64(l.openConns.Load()), Accepted: acc, Closed: cl,
+		StaleEvents: l.staleEvents.Load(), Panics: l.panics.Load(), AcceptStops: l.acceptStops.Load(),
+	}
+}

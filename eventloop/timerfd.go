@@ -1,0 +1,70 @@
+package eventloop
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// gnet's Poller waits with no timeout, so timers wake the loop through a
+// timerfd registered in the loop's epoll set. It is re-armed only when the
+// earliest deadline moves before the armed one: pushing a deadline later (the
+// common case for idle timeouts) costs no syscall.
+
+func (l *Loop) openTimerfd() error {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	l.tfd = fd
+	return nil
+}
+
+// now is the loop clock: monotonic nanoseconds since the loop was created.
+func (l *Loop) now() int64 { return int64(time.Since(l.base)) }
+
+// armTimerfd makes the timerfd fire no later than the earliest deadline.
+func (l *Loop) armTimerfd() {
+	if len(l.timers.h) == 0 || l.tfd < 0 {
+		return
+	}
+	when := l.timers.h[0].when
+	if l.tfdArmed != 0 && l.tfdArmed <= when {
+		return
+	}
+	d := max(when-l.now(), 1) // 0 would disarm
+	l.tfdSpec.Value = unix.NsecToTimespec(d)
+	if err := unix.TimerfdSettime(l.tfd, 0, &l.tfdSpec, nil); err != nil {
+		l.log.Error("timerfd_settime", "err", err)
+		return
+	}
+	l.tfdArmed = when
+}
+
+// onTimerfd runs the due timers after the timerfd fired.
+func (l *Loop) onTimerfd() {
+	_, _ = unix.Read(l.tfd, l.tfdBuf[:]) // consume the expiration count
+	l.tfdArmed = 0
+	l.runTimers()
+}
+
+// runTimers fires due timers in deadline order. A timer re-armed by a
+// callback during this pass waits for the next pass, so a callback that
+// re-arms with 0 cannot spin the loop.
+func (l *Loop) runTimers() {
+	now, seq := l.now(), l.timerSeq
+	for len(l.timers.h) > 0 {
+		t := l.timers.h[0]
+		if t.when > now || t.seq > seq {
+			break
+		}
+		l.timers.remove(0)
+		l.fireTimer(t)
+	}
+	l.armTimerfd()
+}
+
+func (l *Loop) fireTimer(t *Timer) {
+	defer l.recoverTask("timer")
+	t.fn(t)
+}
