@@ -1,0 +1,120 @@
+package route
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// Locations is one level of a location tree: the exact and prefix locations (searched
+// for the longest match), the regex locations in file order, and named ones.
+type Locations struct {
+	exact  map[string]*conf.Location
+	prefix []*prefixLoc // longest path first
+	regex  []*regexLoc
+	named  map[string]*conf.Location
+}
+
+type prefixLoc struct {
+	loc    *conf.Location
+	nested *Locations
+}
+
+type regexLoc struct {
+	loc    *conf.Location
+	nested *Locations
+}
+
+func buildLocations(locs []*conf.Location) *Locations {
+	l := &Locations{exact: map[string]*conf.Location{}, named: map[string]*conf.Location{}}
+	for _, loc := range locs {
+		switch loc.Kind {
+		case conf.LocExact:
+			l.exact[loc.Path] = loc
+		case conf.LocPrefix, conf.LocPrefixNoRegex:
+			l.prefix = append(l.prefix, &prefixLoc{loc, buildLocations(loc.Locations)})
+		case conf.LocRegex, conf.LocRegexCaseless:
+			l.regex = append(l.regex, &regexLoc{loc, buildLocations(loc.Locations)})
+		case conf.LocNamed:
+			l.named[loc.Path] = loc
+		}
+	}
+	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].loc.Path) > len(l.prefix[j].loc.Path) })
+	return l
+}
+
+// Match is the result of a location search.
+type Match struct {
+	Location *conf.Location // nil when nothing matched
+	// Prefix is the matched prefix location's path when the match came from the
+	// prefix search (proxy_pass with a URI replaces this part); "" for = and regex.
+	Prefix string
+}
+
+// Find searches the tree for path (a normalised $uri) in nginx's order: exact match;
+// else the longest prefix, searched recursively inside; unless that prefix has ^~, the
+// regexes of each level from the deepest up, first match in file order wins and is
+// itself searched inside.
+func (l *Locations) Find(path []byte) Match {
+	m, _ := l.find(path)
+	return m
+}
+
+// find returns the match and whether it is final (exact or regex: no outer regex may
+// override it).
+func (l *Locations) find(path []byte) (Match, bool) {
+	if l == nil {
+		return Match{}, false
+	}
+	if loc, ok := l.exact[string(path)]; ok {
+		return Match{Location: loc}, true
+	}
+	var best Match
+	noRegex := false
+	for _, p := range l.prefix {
+		if hasPrefix(path, p.loc.Path) {
+			best = Match{Location: p.loc, Prefix: p.loc.Path}
+			noRegex = p.loc.Kind == conf.LocPrefixNoRegex
+			if inner, final := p.nested.find(path); final {
+				return inner, true
+			} else if inner.Location != nil {
+				best = inner
+			}
+			break
+		}
+	}
+	if !noRegex {
+		for _, r := range l.regex {
+			if r.loc.Regex.Match(path) {
+				if inner, _ := r.nested.find(path); inner.Location != nil {
+					return inner, true
+				}
+				return Match{Location: r.loc}, true
+			}
+		}
+	}
+	return best, false
+}
+
+// Named returns the server-level location "@name".
+func (l *Locations) Named(name string) *conf.Location { return l.named[name] }
+
+// AutoRedirect reports whether path is a prefix location's path without its trailing
+// slash ("/dir" for "location /dir/"), which nginx answers with a 301 to "/dir/" when
+// the location proxies. It returns that location.
+func (l *Locations) AutoRedirect(path []byte) *conf.Location {
+	if l == nil {
+		return nil
+	}
+	for _, p := range l.prefix {
+		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") && string(path) == p.loc.Path[:n-1] {
+			return p.loc
+		}
+	}
+	return nil
+}
+
+func hasPrefix(s []byte, prefix string) bool {
+	return len(s) >= len(prefix) && string(s[:len(prefix)]) == prefix
+}
