@@ -55,6 +55,10 @@ type ChunkedDecoder struct {
 	size       int64 // the chunk-size being read, then data left in the chunk
 	lineLen    int   // bytes of the current chunk-size line
 	trailerLen int
+	// The start of the current trailer field name, lower-cased, to refuse
+	// the fields a trailer must not carry.
+	nameLen int
+	name    [maxForbiddenTrailerName]byte
 }
 
 // Reset readies d for the next body, keeping its settings.
@@ -269,13 +273,21 @@ func (d *ChunkedDecoder) stepTrailer(c byte) (errorKind, bool) {
 			d.state = trailerEndLF
 		case byteClass[c]&classToken != 0:
 			d.state = trailerName
+			d.name[0], d.nameLen = lower(c), 1
 		default:
 			return errBadTrailer, false
 		}
 	case trailerName:
 		switch {
 		case byteClass[c]&classToken != 0:
+			if d.nameLen < len(d.name) {
+				d.name[d.nameLen] = lower(c)
+			}
+			d.nameLen++
 		case c == ':':
+			if forbiddenTrailer(d.name[:min(d.nameLen, len(d.name))], d.nameLen) {
+				return errForbiddenTrailer, false
+			}
 			d.state = trailerValue
 		default:
 			return errBadTrailer, false
@@ -311,4 +323,34 @@ func hexValue(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// maxForbiddenTrailerName is the longest name forbiddenTrailer knows.
+const maxForbiddenTrailerName = len("proxy-authorization")
+
+// forbiddenTrailer reports a field that must not be sent in a trailer
+// (RFC 9110 §6.5.1: framing, routing, authentication, request modifiers,
+// response control, content processing), given the first bytes of its
+// lower-cased name and the name's full length. The list is fasthttp's, which
+// refuses a message carrying any of them.
+func forbiddenTrailer(prefix []byte, fullLen int) bool {
+	if hasPrefix(prefix, "x-forwarded") || hasPrefix(prefix, "x-real-ip") {
+		return true
+	}
+	if fullLen != len(prefix) {
+		return false
+	}
+	switch string(prefix) {
+	case "authorization", "content-encoding", "content-length", "content-type",
+		"content-range", "connection", "cookie", "expect", "host", "keep-alive",
+		"location", "max-forwards", "proxy-connection", "proxy-authenticate",
+		"proxy-authorization", "range", "set-cookie", "te", "trailer",
+		"transfer-encoding", "www-authenticate":
+		return true
+	}
+	return false
+}
+
+func hasPrefix(s []byte, prefix string) bool {
+	return len(s) >= len(prefix) && string(s[:len(prefix)]) == prefix
 }

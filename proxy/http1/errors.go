@@ -54,6 +54,7 @@ const (
 	errBadChunkEnd
 	errBadTrailer
 	errTrailerTooLarge
+	errForbiddenTrailer
 	errorKinds
 )
 
@@ -97,6 +98,7 @@ var errorInfos = [errorKinds]errorInfo{
 	errBadChunkEnd:               {"chunk data not followed by CRLF", 400},
 	errBadTrailer:                {"invalid trailer field", 400},
 	errTrailerTooLarge:           {"trailer section too large", 400},
+	errForbiddenTrailer:          {"field not allowed in a trailer", 400},
 }
 
 // The errors are built once so that returning one does not allocate.

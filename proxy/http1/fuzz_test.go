@@ -272,11 +272,27 @@ func checkResponseFastHTTP(t *testing.T, r *Response, data []byte, n int, headRe
 
 const chunkedRequestHead = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
 
+// chunkedFuzzSeeds probe trailers that some parsers refuse.
+var chunkedFuzzSeeds = []string{
+	"0\r\nContent-Length: 1\r\n\r\n",
+	"0\r\nTransfer-Encoding: chunked\r\n\r\n",
+	"0\r\nHost: a\r\n\r\n",
+	"0\r\nTrailer: x\r\n\r\n",
+	"0\r\nContent-Type: text/plain\r\n\r\n",
+	"0\r\nAuthorization: x\r\n\r\n",
+	"0\r\nX: \x80\r\n\r\n",
+	"0\r\nX-Real-IPv6: 1\r\nContent-Lengthy: 1\r\n\r\n",
+	"1;a=\"\x80\"\r\nx\r\n0\r\n\r\n",
+}
+
 func FuzzChunked(f *testing.F) {
 	for _, tc := range chunkedCases {
 		if len(tc.body) < 1000 {
 			f.Add([]byte(tc.body))
 		}
+	}
+	for _, s := range chunkedFuzzSeeds {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d ChunkedDecoder
