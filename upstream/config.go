@@ -1,0 +1,299 @@
+package upstream
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// Module declares the upstream block and its directives.
+var Module = &conf.Module{
+	Name: "upstream",
+	Directives: []conf.Directive{
+		{Name: "upstream", Contexts: conf.HTTPCtx, Args: conf.Args1, Block: true, Multi: true, Set: setUpstream,
+			Syntax: "upstream name { ... }",
+			Doc:    "A group of servers that proxy_pass can name."},
+		{Name: "server", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Multi: true, Set: setServer,
+			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down];",
+			Doc:    "A server of the group: host:port, [v6]:port or host (port 80); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop."},
+		{Name: "keepalive", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.Keepalive }, 1),
+			Syntax: "keepalive connections;",
+			Doc:    "Idle connections to the group's servers each loop keeps for reuse."},
+		{Name: "keepalive_timeout", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupKeepaliveTimeout,
+			Syntax: "keepalive_timeout time;", Default: "60s",
+			Doc: "How long an idle upstream connection is kept."},
+		{Name: "keepalive_requests", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.KeepaliveRequests }, 1),
+			Syntax: "keepalive_requests number;", Default: "1000",
+			Doc: "Requests one upstream connection serves before it is closed."},
+		{Name: "least_conn", Contexts: conf.UpstreamCtx, Args: conf.Args0, Set: setMethod,
+			Syntax: "least_conn;",
+			Doc:    "Send each request to the server with the fewest active connections for its weight."},
+		{Name: "ip_hash", Contexts: conf.UpstreamCtx, Args: conf.Args0, Set: setMethod,
+			Syntax: "ip_hash;",
+			Doc:    "Pick the server from the client address (first three octets of IPv4), so a client keeps its server."},
+		{Name: "hash", Contexts: conf.UpstreamCtx, Args: conf.Args1 | conf.Args2, Set: setMethod,
+			Syntax: "hash key [consistent];",
+			Doc:    "Pick the server from a key with variables; consistent uses a ketama ring so few keys move when servers change."},
+		{Name: "random", Contexts: conf.UpstreamCtx, Args: conf.Args0 | conf.Args1 | conf.Args2, Set: setMethod,
+			Syntax: "random [two [least_conn]];",
+			Doc:    "Pick a server at random by weight; two: of two random picks, the one with fewer connections."},
+	},
+	NewMain: func() any { return &Groups{byName: map[string]*Group{}} },
+	Check:   check,
+}
+
+// Groups are the upstream groups of one snapshot, declared and implicit.
+type Groups struct {
+	List   []*Group
+	byName map[string]*Group
+}
+
+// Lookup returns the declared or implicit group called name.
+func (gs *Groups) Lookup(name string) *Group { return gs.byName[name] }
+
+// GroupsOf returns cfg's upstream groups.
+func GroupsOf(cfg *conf.Config) *Groups { return cfg.MainConf(Module).(*Groups) }
+
+// lookupIP resolves server names; tests replace it to stay off the network.
+var lookupIP = net.LookupIP
+
+func setUpstream(c *conf.Cursor, s *conf.Stmt) error {
+	gs := c.MainConf().(*Groups)
+	name := s.Args[0].Value
+	if g := gs.byName[name]; g != nil && !g.Implicit {
+		return s.Errorf("duplicate upstream %q", name)
+	}
+	g := &Group{Name: name, Pos: s.Pos, KeepaliveTimeout: 60 * time.Second, KeepaliveRequests: 1000}
+	gs.byName[name] = g
+	gs.List = append(gs.List, g)
+	if err := c.ParseBlock(conf.UpstreamCtx, g); err != nil {
+		return err
+	}
+	if len(g.Peers)+len(g.Backup) == 0 {
+		return s.Errorf("no servers are inside upstream")
+	}
+	return g.finish()
+}
+
+// finish numbers the peers and builds what the method needs.
+func (g *Group) finish() error {
+	if len(g.Peers) == 0 {
+		return &conf.Error{Pos: g.Pos, Msg: fmt.Sprintf("upstream %q has only backup servers", g.Name)}
+	}
+	if len(g.Peers)+len(g.Backup) > maxPeers {
+		return &conf.Error{Pos: g.Pos, Msg: fmt.Sprintf("upstream %q has more than %d servers", g.Name, maxPeers)}
+	}
+	for i, p := range g.Peers {
+		p.index = i
+	}
+	for i, p := range g.Backup {
+		p.index = len(g.Peers) + i
+	}
+	if g.Method == HashConsistent {
+		g.buildRing()
+	}
+	return nil
+}
+
+func setServer(c *conf.Cursor, s *conf.Stmt) error {
+	g := c.Block.(*Group)
+	addrs, err := resolve(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], err.Error())
+	}
+	tmpl := PeerConfig{Name: s.Args[0].Value, Weight: 1, MaxFails: 1, FailTimeout: 10 * time.Second, Pos: s.Pos}
+	if !strings.Contains(tmpl.Name, ":") || strings.HasSuffix(tmpl.Name, "]") {
+		tmpl.Name += ":80"
+	}
+	for _, a := range s.Args[1:] {
+		key, val, hasVal := strings.Cut(a.Value, "=")
+		var n int
+		if hasVal && (key == "weight" || key == "max_fails" || key == "max_conns") {
+			if n, err = conf.ParseNumber(val); err != nil {
+				return s.InvalidValue(a, "")
+			}
+		}
+		switch {
+		case hasVal && key == "weight" && n >= 1:
+			tmpl.Weight = n
+		case hasVal && key == "max_fails":
+			tmpl.MaxFails = n
+		case hasVal && key == "max_conns":
+			tmpl.MaxConns = n
+		case hasVal && key == "fail_timeout":
+			d, err := conf.ParseTime(val)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			tmpl.FailTimeout = d
+		case !hasVal && key == "backup":
+			tmpl.Backup = true
+		case !hasVal && key == "down":
+			tmpl.Down = true
+		default:
+			return &conf.Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid parameter %q", a.Value)}
+		}
+	}
+	for _, addr := range addrs {
+		p := &Peer{Addr: addr, PeerConfig: tmpl}
+		if p.Backup {
+			g.Backup = append(g.Backup, p)
+		} else {
+			g.Peers = append(g.Peers, p)
+		}
+	}
+	return nil
+}
+
+// resolve turns "host:port", "[v6]:port", "host" (port 80) into addresses.
+func resolve(text string) ([]netip.AddrPort, error) {
+	if strings.HasPrefix(text, "unix:") {
+		return nil, fmt.Errorf("unix sockets are not supported")
+	}
+	host, portText := text, "80"
+	if strings.HasPrefix(text, "[") {
+		end := strings.IndexByte(text, ']')
+		if end < 0 {
+			return nil, fmt.Errorf("missing ]")
+		}
+		host = text[1:end]
+		if rest := text[end+1:]; rest != "" {
+			if rest[0] != ':' {
+				return nil, fmt.Errorf("invalid address")
+			}
+			portText = rest[1:]
+		}
+	} else if i := strings.LastIndexByte(text, ':'); i >= 0 {
+		host, portText = text[:i], text[i+1:]
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return nil, fmt.Errorf("invalid address or port")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}, nil
+	}
+	ips, err := lookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("host not found")
+	}
+	var out []netip.AddrPort
+	seen := map[netip.Addr]bool{}
+	for _, ip := range ips {
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok || seen[a.Unmap()] {
+			continue
+		}
+		seen[a.Unmap()] = true
+		out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(port)))
+	}
+	return out, nil
+}
+
+func setGroupNumber(field func(*Group) *int, min int) func(c *conf.Cursor, s *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		n, err := conf.ParseNumber(s.Args[0].Value)
+		if err != nil || n < min {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		*field(c.Block.(*Group)) = n
+		return nil
+	}
+}
+
+func setGroupKeepaliveTimeout(c *conf.Cursor, s *conf.Stmt) error {
+	d, err := conf.ParseTime(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	c.Block.(*Group).KeepaliveTimeout = d
+	return nil
+}
+
+func setMethod(c *conf.Cursor, s *conf.Stmt) error {
+	g := c.Block.(*Group)
+	if g.methodSet {
+		c.Warn(s.Pos, "load balancing method redefined")
+	}
+	g.methodSet = true
+	switch s.Name {
+	case "least_conn":
+		g.Method = LeastConn
+	case "ip_hash":
+		g.Method = IPHash
+	case "hash":
+		g.Method, g.HashKey = Hash, s.Args[0].Value
+		if len(s.Args) == 2 {
+			if s.Args[1].Value != "consistent" {
+				return s.InvalidValue(s.Args[1], `it must be "consistent"`)
+			}
+			g.Method = HashConsistent
+		}
+	case "random":
+		g.Method = Random
+		if len(s.Args) >= 1 {
+			if s.Args[0].Value != "two" {
+				return s.InvalidValue(s.Args[0], `it must be "two"`)
+			}
+			g.Method = RandomTwo
+		}
+		if len(s.Args) == 2 && s.Args[1].Value != "least_conn" {
+			return s.InvalidValue(s.Args[1], `it must be "least_conn"`)
+		}
+	}
+	return nil
+}
+
+// check rejects what the methods cannot do; it runs once the whole file is read, so
+// the order of "server ... backup" and the method directive does not matter.
+func check(cfg *conf.Config, self *conf.Module) error {
+	for _, g := range cfg.MainConf(self).(*Groups).List {
+		if len(g.Backup) > 0 && g.Method != RoundRobin && g.Method != LeastConn {
+			return &conf.Error{Pos: g.Backup[0].Pos, Msg: fmt.Sprintf("the \"backup\" parameter cannot be used with the %q balancing method", g.Method.String())}
+		}
+		if g.Method == HashConsistent && len(g.points) == 0 {
+			g.buildRing()
+		}
+	}
+	return nil
+}
+
+// ForProxyPass returns the group a proxy_pass to hostport uses: a declared upstream
+// when hostport is its name (no port given), else an implicit group of the addresses
+// hostport resolves to, shared by every proxy_pass naming it. Call it from a Check
+// function, while the snapshot is being built.
+func ForProxyPass(cfg *conf.Config, hostport string, hasPort bool) (*Group, error) {
+	gs := GroupsOf(cfg)
+	if !hasPort {
+		if g := gs.byName[hostport]; g != nil && !g.Implicit {
+			return g, nil
+		}
+	}
+	key := hostport
+	if !hasPort {
+		key += ":80"
+	}
+	if g := gs.byName["implicit "+key]; g != nil {
+		return g, nil
+	}
+	addrs, err := resolve(key)
+	if err != nil {
+		return nil, fmt.Errorf("host not found in upstream %q", hostport)
+	}
+	g := &Group{Name: hostport, Implicit: true, KeepaliveTimeout: 60 * time.Second, KeepaliveRequests: 1000}
+	for _, a := range addrs {
+		// nginx gives implicit peers max_fails=1 fail_timeout=10s like declared ones.
+		g.Peers = append(g.Peers, &Peer{Addr: a, PeerConfig: PeerConfig{Name: key, Weight: 1, MaxFails: 1, FailTimeout: 10 * time.Second}})
+	}
+	if err := g.finish(); err != nil {
+		return nil, err
+	}
+	gs.byName["implicit "+key] = g
+	gs.List = append(gs.List, g)
+	return g, nil
+}

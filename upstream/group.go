@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// Method is a group's balancing method.
+type Method int
+
+const (
+	RoundRobin Method = iota // smooth weighted round robin, nginx's default
+	LeastConn
+	IPHash
+	Hash           // hash KEY
+	HashConsistent // hash KEY consistent (ketama)
+	Random
+	RandomTwo // random two [least_conn]: the one of two random picks with fewer connections
+)
+
+var methodNames = map[Method]string{
+	RoundRobin: "round_robin", LeastConn: "least_conn", IPHash: "ip_hash", Hash: "hash",
+	HashConsistent: "hash consistent", Random: "random", RandomTwo: "random two",
+}
+
+func (m Method) String() string { return methodNames[m] }
+
+// Group is one upstream block, or the implicit group of a proxy_pass to host:port.
+type Group struct {
+	Name     string
+	Pos      conf.Pos
+	Implicit bool // made for a proxy_pass host:port, not declared with upstream
+
+	Peers  []*Peer // primary servers
+	Backup []*Peer // used only when every primary server is unavailable
+
+	Method  Method
+	HashKey string // the hash directive's key, with $variables the proxy evaluates
+
+	Keepalive         int // idle connections each loop keeps per group; 0: none
+	KeepaliveTimeout  time.Duration
+	KeepaliveRequests int
+
+	methodSet bool
+	points    []ketamaPoint // HashConsistent
+}
+
+// Peer is one server address of a group. A server name that resolves to several
+// addresses gives one Peer per address, as in nginx.
+type Peer struct {
+	Addr netip.AddrPort
+	PeerConfig
+
+	index int // in Peers or Backup
+
+	// Failure state shared by every loop (nginx keeps it per worker without a zone).
+	fails   atomic.Int32
+	checked atomic.Int64 // unix nanos of the last failure or probe
+}
+
+// PeerConfig is what the server directive says about a peer.
+type PeerConfig struct {
+	Name        string // as written, with the port: "backend1.example.com:8080"
+	Weight      int
+	MaxFails    int           // 0: never marked failed
+	FailTimeout time.Duration // how long a failed peer rests, and the window failures count in
+	MaxConns    int           // per loop; 0: no limit
+	Down        bool
+	Backup      bool
+	Pos         conf.Pos
+}
+
+// Available reports whether the peer may be tried at now: not down, and not resting
+// after max_fails failures within fail_timeout.
+func (p *Peer) Available(now time.Time) bool {
+	if p.Down {
+		return false
+	}
+	if p.MaxFails == 0 || int(p.fails.Load()) < p.MaxFails {
+		return true
+	}
+	return now.UnixNano()-p.checked.Load() > int64(p.FailTimeout)
+}
+
+// picked is called on the chosen peer: a peer whose rest is over is being probed, so
+// its rest restarts now and other requests wait for the probe's outcome (nginx's
+// "checked" step).
+func (p *Peer) picked(now time.Time) {
+	if p.MaxFails != 0 && int(p.fails.Load()) >= p.MaxFails {
+		p.checked.Store(now.UnixNano())
+	}
+}
+
+// Failed records a failed attempt (connect error, timeout, invalid header, or a
+// status listed in proxy_next_upstream).
+func (p *Peer) Failed(now time.Time) {
+	p.fails.Add(1)
+	p.checked.Store(now.UnixNano())
+}
+
+// Succeeded clears the failure count, as a successful response does in nginx.
+func (p *Peer) Succeeded() {
+	if p.fails.Load() != 0 {
+		p.fails.Store(0)
+	}
+}
+
+// Fails is the current count of failures.
+func (p *Peer) Fails() int { return int(p.fails.Load()) }
+
+// Tried records which peers one request has tried, for retries (up to 256 peers per
+// group; nginx's tried bitmap).
+type Tried struct {
+	bits [4]uint64
+}
+
+const maxPeers = 256
+
+func (t *Tried) has(i int) bool { return t.bits[i>>6]&(1<<(i&63)) != 0 }
+func (t *Tried) set(i int)      { t.bits[i>>6] |= 1 << (i & 63) }
+
+// Reset forgets every try.
+func (t *Tried) Reset() { t.bits = [4]uint64{} }
