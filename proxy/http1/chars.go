@@ -1,5 +1,7 @@
 package http1
 
+import "encoding/binary"
+
 // Byte classes from RFC 9110 §5.6.2 (tchar), §5.5 (field-vchar, obs-text)
 // and RFC 3986 (URI and host characters), as lookup tables.
 const (
@@ -111,4 +113,32 @@ func parseDecimal(s []byte) (int64, bool) {
 		n = n*10 + d
 	}
 	return n, true
+}
+
+// validFieldValue reports whether every byte of v may appear in a field
+// value: SP, HTAB, VCHAR or obs-text, no other CTL (RFC 9110 §5.5). Field
+// values are most of a head, so it checks eight bytes at a time and only
+// looks closer at a word holding a byte below 0x20 or a DEL.
+func validFieldValue(v []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(v) >= 8 {
+		w := binary.LittleEndian.Uint64(v)
+		below20 := (w - 0x20*ones) & ^w & highs
+		del := w ^ 0x7f*ones
+		isDel := (del - ones) & ^del & highs
+		if below20|isDel != 0 {
+			for _, c := range v[:8] {
+				if byteClass[c]&classFieldValue == 0 {
+					return false
+				}
+			}
+		}
+		v = v[8:]
+	}
+	for _, c := range v {
+		if byteClass[c]&classFieldValue == 0 {
+			return false
+		}
+	}
+	return true
 }

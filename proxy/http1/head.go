@@ -85,10 +85,8 @@ func parseFieldLine(buf []byte, start, end int) (field, errorKind, bool) {
 	for ve > vs && isOWS(line[ve-1]) {
 		ve--
 	}
-	for _, c := range line[vs:ve] {
-		if byteClass[c]&classFieldValue == 0 {
-			return field{}, errBadFieldValue, false
-		}
+	if !validFieldValue(line[vs:ve]) {
+		return field{}, errBadFieldValue, false
 	}
 	return field{
 		nameStart: uint32(start), nameEnd: uint32(start + colon),

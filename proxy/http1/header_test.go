@@ -64,3 +64,16 @@ func TestHeadersLookup(t *testing.T) {
 		t.Fatal("X-Multi is listed in Connection")
 	}
 }
+
+func TestValidFieldValue(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := c == '\t' || c >= 0x20 && c != 0x7f
+		for _, pos := range []int{0, 3, 7, 8, 13, 16} {
+			v := []byte("abcdefghijklmnopq")
+			v[pos] = byte(c)
+			if got := validFieldValue(v); got != want {
+				t.Fatalf("byte %#x at %d: %v", c, pos, got)
+			}
+		}
+	}
+}

@@ -102,10 +102,8 @@ func (r *Response) parseStatusLine(buf []byte, start, end int) (errorKind, bool)
 			return errBadStatusLine, false
 		}
 		reason = reason[1:]
-		for _, c := range reason {
-			if byteClass[c]&classFieldValue == 0 {
-				return errBadStatusLine, false
-			}
+		if !validFieldValue(reason) {
+			return errBadStatusLine, false
 		}
 	}
 	st.minor = minor
