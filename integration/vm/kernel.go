@@ -193,7 +193,13 @@ var compressions = []compression{
 	{"lzma", []byte{0x5d, 0x00, 0x00}, tool("xz", "xz-utils", "-dc", "--format=lzma")},
 	{"lz4", []byte{0x02, 0x21, 0x4c, 0x18}, tool("lz4", "lz4", "-dc")},
 	{"bzip2", []byte("BZh"), func(b []byte) ([]byte, error) {
-		return io.ReadAll(bzip2.NewReader(bytes.NewReader(b)))
+		// The reader takes what follows the stream for another stream and fails
+		// there: keep what it decompressed, the ELF check judges it.
+		out, err := io.ReadAll(bzip2.NewReader(bytes.NewReader(b)))
+		if len(out) > 0 {
+			return out, nil
+		}
+		return nil, err
 	}},
 }
 

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,9 +26,22 @@ func TestProbeTwoNodes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "x"), []byte("extra file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One boot: the probe, then busybox checking the harness's plumbing (module
+	// loading, environment, extra files, working directory, exit code relay).
 	res, err := Run(ctx, Config{
 		Binary: probe, Args: []string{"-nodes", "2", "-cpus-per-node", "2"},
+		Programs: []Program{{
+			Binary: "/bin/busybox", Env: []string{"B=two words"}, Dir: "/work",
+			Args: []string{"sh", "-c", `echo "tls $(cat /sys/module/tls/initstate)"; echo "env $NUMAPROXY_IN_VM $B"; cat /data/x; echo "cwd $(pwd)"; exit 3`},
+		}},
 		Nodes: 2, CPUsPerNode: 2, MemPerNodeMB: 512, Timeout: 3 * time.Minute,
+		Env:        []string{"NUMAPROXY_IN_VM=1"},
+		ExtraFiles: map[string]string{"/data": data},
+		Modules:    []string{"tls"},
 	})
 	if err != nil {
 		t.Fatalf("%v\noutput:\n%s", err, res.Output)
@@ -35,12 +49,18 @@ func TestProbeTwoNodes(t *testing.T) {
 	t.Logf("accelerator %s (%s); guest /init at %v, boot+probe+poweroff %v, probe ran %v",
 		res.Accel, AccelReason(), res.BootTime.Round(10*time.Millisecond),
 		res.Duration.Round(10*time.Millisecond), res.Programs[0].Duration.Round(10*time.Millisecond))
-	out := string(res.Output)
+	if len(res.Programs) != 2 {
+		t.Fatalf("%d program results, want 2", len(res.Programs))
+	}
+	if got, want := string(res.Programs[1].Output), "tls live\nenv 1 two words\nextra file\ncwd /work\n"; got != want || res.Programs[1].ExitCode != 3 {
+		t.Errorf("plumbing program: exit code %d, output %q; want 3, %q", res.Programs[1].ExitCode, got, want)
+	}
+	out := string(res.Programs[0].Output)
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		t.Log(l)
 	}
-	if res.ExitCode != 0 {
-		t.Errorf("probe exit code %d", res.ExitCode)
+	if res.Programs[0].ExitCode != 0 {
+		t.Errorf("probe exit code %d", res.Programs[0].ExitCode)
 	}
 	want := []string{
 		"PASS nodes-online: 0-1",
