@@ -80,3 +80,38 @@ func TestWithoutProgramConnectionsCross(t *testing.T) {
 		}
 	})
 }
+
+// TestFallbackServesDomainWithoutListener: domain 1 has no listener, so its
+// clients go to the kernel's hash over the group (FreeBSD's fallback) and are
+// still served; a CPU outside every domain is served the same way.
+func TestFallbackServesDomainWithoutListener(t *testing.T) {
+	needCPUs(t)
+	t.Run("empty domain", func(t *testing.T) {
+		s := load(t, simulatedConfig())
+		a := listen(t, 0)
+		if err := s.Attach(a.fd); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddListener(0, a.fd); err != nil {
+			t.Fatal(err)
+		}
+		dial(t, 1, a.port, 100)
+		got := acceptN(t, 100, a)
+		t.Logf("clients on CPU 1, domain 1 empty: %d/100 served by domain 0's listener", len(got[0]))
+		if st := stat(t, s, 1); st.Fallback != 100 || st.Selected != 0 {
+			t.Errorf("domain 1 stats %+v, want 100 fallback", st)
+		}
+	})
+	t.Run("cpu without domain", func(t *testing.T) {
+		cfg := simulatedConfig()
+		cfg.CPUDomain = map[int]int{0: 0}
+		s := load(t, cfg)
+		ls := twoDomains(t, s)
+		dial(t, 1, ls[0].port, 100)
+		got := acceptN(t, 100, ls...)
+		t.Logf("clients on CPU 1 without domain: %d on domain 0, %d on domain 1", len(got[0]), len(got[1]))
+		if st := stat(t, s, -1); st.Fallback != 100 {
+			t.Errorf("no-domain stats %+v, want 100 fallback", st)
+		}
+	})
+}
