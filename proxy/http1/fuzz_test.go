@@ -18,7 +18,7 @@ import (
 // input in pieces gives what feeding it whole gives; and whatever we accept,
 // net/http and fasthttp accept too, agreeing on where the head ends and how
 // the body is framed. Where we refuse what they accept we are stricter by
-// design (see the divergences noted below and in DESIGN notes of the tests).
+// design; each divergence is noted where the parser makes the choice.
 
 // oracleBufSize holds any head the default limits let through in one buffer,
 // so the oracles see the whole input at once.
