@@ -1,6 +1,9 @@
 package eventloop
 
 import (
+	"context"
+	"io"
+	"net"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -12,20 +15,64 @@ import (
 )
 
 // BenchmarkEchoRoundTrip sends 64 bytes through a loop and reads them back
-// from a plain blocking socket; allocations count the whole process.
+// from a plain blocking socket; allocations count the whole process, loop
+// included. "pinned" puts the loop on the first CPU and the client on the
+// second; "unpinned" lets the kernel place both (on a shared machine a pinned
+// thread waits whenever another process holds its CPU).
 func BenchmarkEchoRoundTrip(b *testing.B) {
+	cpus := benchCPUs(b)
+	b.Run("pinned", func(b *testing.B) {
+		_, addr := startLoop(b, Config{CPU: cpus[0], Handler: echoHandler()})
+		benchEcho(b, addr, true)
+	})
+	b.Run("unpinned", func(b *testing.B) {
+		_, addr := startLoop(b, Config{CPU: -1, Handler: echoHandler()})
+		benchEcho(b, addr, false)
+	})
+}
+
+// BenchmarkEchoRoundTripGoNet is the same round trip through a
+// goroutine-per-connection net.Listener echo server: a yardstick for the same
+// run, since this shared machine is noisy (compare, do not quote alone).
+func BenchmarkEchoRoundTripGoNet(b *testing.B) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
+		}
+	}()
+	benchEcho(b, ln.Addr().String(), false)
+}
+
+func benchCPUs(b *testing.B) []int {
 	allowed, err := numa.AllowedCPUs()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpus := allowed.CPUs()
-	l, addr := startLoop(b, Config{CPU: cpus[0], Handler: echoHandler()})
-	_ = l
-	if len(cpus) > 1 { // client on another CPU than the loop
+	return allowed.CPUs()
+}
+
+// benchEcho runs b.N 64-byte round trips from a blocking socket, if pin on a
+// thread pinned to the second CPU when there is one.
+func benchEcho(b *testing.B, addr string, pin bool) {
+	if cpus := benchCPUs(b); pin && len(cpus) > 1 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		_ = numa.PinThread(cpus[1])
+		allowed, _ := numa.AllowedCPUs()
 		defer func() { _ = numa.SetThreadAffinity(0, allowed) }()
+		if err := numa.PinThread(cpus[1]); err != nil {
+			b.Fatal(err)
+		}
 	}
 	ap := netip.MustParseAddrPort(addr)
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

@@ -16,7 +16,8 @@ type Config struct {
 	OnStart func(*Loop) error
 	// Logger receives the loop's logs; default slog.Default().
 	Logger *slog.Logger
-	// Pool lends output buffers; default a new HeapPool per loop.
+	// Pool lends the loop's read buffer and connections' output buffers;
+	// default a new HeapPool per loop.
 	Pool BufferPool
 	// ReadBufferSize is the size of the loop's scratch read buffer; default 64 KiB.
 	ReadBufferSize int

@@ -200,11 +200,15 @@ func (c *conn) fail(err error) {
 	}
 }
 
-// Close implements Conn.
+// Close implements Conn. A second Close while the queue is still flushing
+// closes at once, dropping what is left (e.g. from OnTimeout on a stuck peer).
 func (c *conn) Close() error {
 	switch c.state {
-	case connClosed, connClosing:
+	case connClosed:
 		return ErrClosed
+	case connClosing:
+		c.closeNow(c.closeErr)
+		return nil
 	}
 	c.closeGraceful(nil)
 	return nil

@@ -1,6 +1,7 @@
 package eventloop
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/netip"
@@ -39,10 +40,34 @@ func TestEchoAndConnAPI(t *testing.T) {
 	if err := recv(t, closed); !errors.Is(err, io.EOF) {
 		t.Errorf("OnClose err = %v, want EOF", err)
 	}
-	if pool.Outstanding() != 0 {
-		t.Errorf("buffers outstanding after close: %d", pool.Outstanding())
+	if pool.Outstanding() != 1 {
+		t.Errorf("buffers outstanding after close: %d, want only the loop's read buffer", pool.Outstanding())
 	}
 	if s := l.Stats(); s.Accepted != 1 || s.Closed != 1 || s.Conns != 0 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestCloseFlushesQueuedOutput(t *testing.T) {
+	big := make([]byte, 4<<20)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	h := &funcHandler{data: func(c Conn, b []byte) {
+		_, _ = c.Write(big)
+		if c.Queued() == 0 {
+			t.Error("4 MiB went out at once: nothing left to flush")
+		}
+		_ = c.Close()
+	}}
+	_, addr := startLoop(t, Config{Handler: h})
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := c.Write([]byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read %d of %d bytes before EOF: %v", len(got), len(big), err)
 	}
 }

@@ -41,6 +41,7 @@ type Conn interface {
 	// Writev is Write for several buffers, sent with one writev.
 	Writev(bufs [][]byte) (int, error)
 	// Close flushes the outbound queue, then closes; reading stops at once.
+	// Calling it again before the queue drained closes at once.
 	Close() error
 	// PauseRead stops delivering OnData (the socket is no longer polled for input).
 	PauseRead()

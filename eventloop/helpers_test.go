@@ -118,7 +118,7 @@ func startLoop(t testing.TB, cfg Config) (*Loop, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !allowed.Has(cfg.CPU) {
+	if cfg.CPU != -1 && !allowed.Has(cfg.CPU) {
 		cfg.CPU = allowed.CPUs()[0]
 	}
 	l, err := New(cfg)

@@ -132,7 +132,8 @@ func (ln *Listener) Close() error {
 
 // AddListener hands ln to the loop, which polls it for connections served by
 // Config.Handler and closes it on Drain or Stop. Before Start it registers at
-// once; on a running loop it goes through the task queue and waits.
+// once; on a running loop it goes through the task queue and waits, so it must
+// not be called from the loop's own thread.
 func (l *Loop) AddListener(ln *Listener) error {
 	if ln.loop != nil || ln.closed {
 		return fmt.Errorf("listener %s: already added or closed", ln.addr)

@@ -79,8 +79,11 @@ func New(cfg Config) (*Loop, error) {
 	l := &Loop{
 		cfg: cfg, log: cfg.Logger.With("cpu", cfg.CPU), handler: cfg.Handler, pool: cfg.Pool,
 		epfd: -1, tfd: -1, base: time.Now(), done: make(chan struct{}),
-		scratch: make([]byte, cfg.ReadBufferSize), iov: make([][]byte, 0, maxIovecs),
+		iov: make([][]byte, 0, maxIovecs),
 	}
+	// The read buffer comes from the pool too, so a node-bound pool places
+	// the hottest buffer of the loop on the loop's node; it goes back at exit.
+	l.scratch = l.pool.Get(cfg.ReadBufferSize)
 	var err error
 	if l.poller, err = netpoll.OpenPoller(); err != nil {
 		return nil, fmt.Errorf("loop cpu %d: open poller: %w", cfg.CPU, err)
@@ -96,6 +99,7 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if err != nil {
 		l.closeFds()
+		l.pool.Put(l.scratch)
 		return nil, fmt.Errorf("loop cpu %d: %w", cfg.CPU, err)
 	}
 	l.InitTimer(&l.drainTimer, func(*Timer) { l.closeAll(ErrDrainTimeout) })
@@ -147,6 +151,8 @@ func (l *Loop) shutdown() {
 	}
 	l.closeAll(ErrStopped)
 	l.state.Store(stateExited)
+	l.pool.Put(l.scratch)
+	l.scratch = nil
 	l.mu.Lock()
 	l.shut = true
 	l.closeFds()

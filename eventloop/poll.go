@@ -13,6 +13,14 @@ import (
 // (fd, generation), and registers that epoll fd in gnet's Poller: the Poller
 // does the blocking wait and runs the eventfd-woken task queue; each time the
 // inner set is readable the loop drains one batch from it here.
+//
+// Known cost, measured: after each batch Polling polls again with a zero
+// timeout and, finding nothing, calls runtime.Gosched, which on a locked
+// thread hands the goroutine through the scheduler to be restarted. A bare
+// epoll_wait loop on the inner set measured ~25% lower echo latency here
+// (unpinned, 20-27 µs vs 29-35 µs per round trip on a loaded 2-CPU machine).
+// Replacing Polling means replacing its task queue too (its queues are only
+// drained inside Polling); that trade is left for a measured decision.
 
 const batchSize = 256
 
