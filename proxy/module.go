@@ -1,0 +1,748 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/upstream"
+)
+
+// Module declares the proxy's directives. Their values live in a LocConf at every
+// http level and are inherited downward as nginx does.
+var Module = &conf.Module{
+	Name:       "proxy",
+	Directives: directives(),
+	NewHTTP:    func() any { return &LocConf{} },
+	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
+	Check:      check,
+}
+
+const (
+	hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
+	hs  = conf.HTTPCtx | conf.ServerCtx
+	sl  = conf.ServerCtx | conf.LocationCtx
+)
+
+func directives() []conf.Directive {
+	return []conf.Directive{
+		{Name: "proxy_pass", Contexts: conf.LocationCtx, Args: conf.Args1, Set: setProxyPass,
+			Syntax: "proxy_pass http://upstream[:port][/uri];",
+			Doc:    "Forwards requests to an upstream group or host:port. With a URI part, the part of the request URI that matched the location is replaced by it."},
+		{Name: "proxy_set_header", Contexts: hsl, Args: conf.Args2, Multi: true, Set: setProxySetHeader,
+			Syntax: "proxy_set_header field value;", Default: "Host $proxy_host; Connection close",
+			Doc: "Sets a request header sent upstream (variables allowed; an empty value removes it). A level that sets any replaces all inherited ones."},
+		{Name: "proxy_hide_header", Contexts: hsl, Args: conf.Args1, Multi: true, Set: setNameList(func(c *LocConf) *[]string { return &c.HideHeaders }, bitHide),
+			Syntax: "proxy_hide_header field;",
+			Doc:    "Does not pass this upstream response header to the client (Date, Server, X-Pad, X-Accel-* are hidden by default)."},
+		{Name: "proxy_pass_header", Contexts: hsl, Args: conf.Args1, Multi: true, Set: setNameList(func(c *LocConf) *[]string { return &c.PassHeaders }, bitPassHeaders),
+			Syntax: "proxy_pass_header field;",
+			Doc:    "Passes a response header that is hidden by default (e.g. Server)."},
+		{Name: "proxy_http_version", Contexts: hsl, Args: conf.Args1, Set: setHTTPVersion,
+			Syntax: "proxy_http_version 1.0 | 1.1;", Default: "1.0",
+			Doc: "HTTP version of upstream requests; 1.1 with proxy_set_header Connection \"\" and keepalive in the upstream reuses connections."},
+		{Name: "proxy_connect_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ConnectTimeout }, bitConnectTimeout),
+			Syntax: "proxy_connect_timeout time;", Default: "60s",
+			Doc: "Longest wait for a connection to an upstream server."},
+		{Name: "proxy_read_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ReadTimeout }, bitReadTimeout),
+			Syntax: "proxy_read_timeout time;", Default: "60s",
+			Doc: "Longest wait between two reads from the upstream server."},
+		{Name: "proxy_send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.SendTimeout }, bitSendTimeout),
+			Syntax: "proxy_send_timeout time;", Default: "60s",
+			Doc: "Longest wait between two writes to the upstream server."},
+		{Name: "proxy_next_upstream", Contexts: hsl, Args: conf.Args1More, Set: setNextUpstream,
+			Syntax: "proxy_next_upstream error | timeout | invalid_header | http_500 | http_502 | http_503 | http_504 | http_403 | http_404 | http_429 | non_idempotent | off ...;", Default: "error timeout",
+			Doc: "When a request is passed to the next server. Never after part of the response reached the client; POST, LOCK and PATCH only with non_idempotent."},
+		{Name: "proxy_next_upstream_tries", Contexts: hsl, Args: conf.Args1, Set: setNumber(func(c *LocConf) *int { return &c.NextUpstreamTries }, bitNextTries),
+			Syntax: "proxy_next_upstream_tries number;", Default: "0",
+			Doc: "Most tries of one request (0: no limit)."},
+		{Name: "proxy_next_upstream_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.NextUpstreamTimeout }, bitNextTimeout),
+			Syntax: "proxy_next_upstream_timeout time;", Default: "0",
+			Doc: "Longest time over which a request may be passed to further servers (0: no limit)."},
+		{Name: "proxy_buffering", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Buffering }, bitBuffering),
+			Syntax: "proxy_buffering on | off;", Default: "on",
+			Doc: "on: read the upstream response ahead of a slow client up to the loop's write buffer; off: read only as fast as the client takes it. Memory stays bounded either way."},
+		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
+			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
+			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
+		{Name: "return", Contexts: sl, Args: conf.Args1 | conf.Args2, Set: setReturn,
+			Syntax: "return code [text] | code URL | URL;",
+			Doc:    "Answers at once: a status with a body text, a redirect (301 302 303 307 308) to a URL, or 302 to a URL alone. Variables allowed."},
+		{Name: "add_header", Contexts: hsl, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
+			Syntax: "add_header name value [always];",
+			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
+		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
+			Syntax: "client_max_body_size size;", Default: "1m",
+			Doc: "Largest request body; larger gets 413. 0 disables the check."},
+		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
+			Syntax: "client_header_timeout time;", Default: "60s",
+			Doc: "Longest time to receive a whole request head; then 408 and close."},
+		{Name: "client_body_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientBodyTimeout }, bitClientBodyTimeout),
+			Syntax: "client_body_timeout time;", Default: "60s",
+			Doc: "Longest wait between two reads of the request body."},
+		{Name: "send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientSendTimeout }, bitClientSendTimeout),
+			Syntax: "send_timeout time;", Default: "60s",
+			Doc: "Longest wait between two writes to the client; then the connection is closed."},
+		{Name: "keepalive_timeout", Contexts: hsl, Args: conf.Args1 | conf.Args2, Set: setKeepaliveTimeout,
+			Syntax: "keepalive_timeout timeout [header_timeout];", Default: "75s",
+			Doc: "How long an idle client connection stays open (0 disables keep-alive); the second value is sent as Keep-Alive: timeout=N."},
+		{Name: "keepalive_requests", Contexts: hsl, Args: conf.Args1, Set: setNumber(func(c *LocConf) *int { return &c.KeepaliveRequests }, bitKeepaliveRequests),
+			Syntax: "keepalive_requests number;", Default: "1000",
+			Doc: "Requests one client connection serves before it is closed."},
+		{Name: "server_tokens", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerTokens }, bitServerTokens),
+			Syntax: "server_tokens on | off;", Default: "on",
+			Doc: "Shows the version in the Server header and error pages."},
+		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
+			Syntax: "error_page code ... [=[response]] uri;",
+			Doc:    "For the proxy's own errors: an internal redirect to uri or @named location, or a 302 to a URL, optionally with another status."},
+		{Name: "client_header_buffer_size", Contexts: hs, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientHeaderBufferSize }, bitClientHeaderBuffer),
+			Syntax: "client_header_buffer_size size;", Default: "1k",
+			Doc: "Buffer first used for a request head; larger heads move to large_client_header_buffers."},
+		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
+			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
+			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
+	}
+}
+
+// LocConf holds the proxy directives at one level, after inheritance.
+type LocConf struct {
+	Pass *PassTarget // proxy_pass; nil when the location does not proxy
+
+	SetHeaders  []HeaderSetting // proxy_set_header, nginx's defaults included
+	HideHeaders []string        // lower-case
+	PassHeaders []string        // lower-case
+	HTTPMinor   int             // proxy_http_version: 0 or 1
+
+	ConnectTimeout, ReadTimeout, SendTimeout time.Duration
+
+	NextUpstream        NextUpstream
+	NextUpstreamTries   int
+	NextUpstreamTimeout time.Duration
+
+	Buffering       bool
+	Redirects       []Redirect // nil with proxy_redirect off
+	redirectDefault bool
+
+	Return     *Return
+	AddHeaders []AddHeader
+
+	ClientMaxBodySize   int64
+	ClientHeaderTimeout time.Duration
+	ClientBodyTimeout   time.Duration
+	ClientSendTimeout   time.Duration
+	KeepaliveTimeout    time.Duration
+	KeepaliveHeader     time.Duration // keepalive_timeout's second value; 0: no Keep-Alive header
+	KeepaliveRequests   int
+	ServerTokens        bool
+	ErrorPages          []ErrorPage
+
+	ClientHeaderBufferSize int
+	LargeHeaderBuffers     int
+	LargeHeaderBufferSize  int
+
+	set uint64 // which fields this level set itself (bit* below)
+}
+
+// Bits of LocConf.set, one per directive, for nginx's "inherit unless set here".
+const (
+	bitPass = 1 << iota
+	bitSetHeaders
+	bitHide
+	bitPassHeaders
+	bitHTTPVersion
+	bitConnectTimeout
+	bitReadTimeout
+	bitSendTimeout
+	bitNextUpstream
+	bitNextTries
+	bitNextTimeout
+	bitBuffering
+	bitRedirect
+	bitReturn
+	bitAddHeaders
+	bitClientMaxBody
+	bitClientHeaderTimeout
+	bitClientBodyTimeout
+	bitClientSendTimeout
+	bitKeepaliveTimeout
+	bitKeepaliveRequests
+	bitServerTokens
+	bitErrorPages
+	bitClientHeaderBuffer
+	bitLargeHeaderBuffers
+
+	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
+)
+
+// PassTarget is a parsed proxy_pass URL.
+type PassTarget struct {
+	URL     string // as written
+	Host    string // upstream name or host[:port] as written
+	HasPort bool
+	URI     string // the URI part; "" when none
+	HasURI  bool
+	Pos     conf.Pos
+	Group   *upstream.Group // resolved once the whole file is read (check)
+}
+
+// HeaderSetting is one proxy_set_header.
+type HeaderSetting struct {
+	Name  string // as written
+	Value *Template
+}
+
+// AddHeader is one add_header.
+type AddHeader struct {
+	Name   string
+	Value  *Template
+	Always bool
+}
+
+// Return is a return directive.
+type Return struct {
+	Code int
+	Text *Template // body text, or the redirect URL for 301/302/303/307/308; nil for none
+}
+
+// Redirect is one proxy_redirect pair.
+type Redirect struct {
+	From, To string
+}
+
+// ErrorPage is one error_page code→target mapping.
+type ErrorPage struct {
+	Code   int
+	Status int    // the status to answer with: 0 keeps the original; -1 ("=") takes the target's
+	Target string // "/uri", "@name" or an absolute URL
+	Pos    conf.Pos
+}
+
+// NextUpstream is the proxy_next_upstream conditions, a bit set.
+type NextUpstream uint32
+
+const (
+	NextError NextUpstream = 1 << iota
+	NextTimeout
+	NextInvalidHeader
+	NextHTTP500
+	NextHTTP502
+	NextHTTP503
+	NextHTTP504
+	NextHTTP403
+	NextHTTP404
+	NextHTTP429
+	NextNonIdempotent
+)
+
+var nextUpstreamNames = map[string]NextUpstream{
+	"error": NextError, "timeout": NextTimeout, "invalid_header": NextInvalidHeader,
+	"http_500": NextHTTP500, "http_502": NextHTTP502, "http_503": NextHTTP503, "http_504": NextHTTP504,
+	"http_403": NextHTTP403, "http_404": NextHTTP404, "http_429": NextHTTP429, "non_idempotent": NextNonIdempotent,
+}
+
+// ForStatus returns the condition of an upstream status, 0 when none applies.
+func (n NextUpstream) ForStatus(code int) NextUpstream {
+	var c NextUpstream
+	switch code {
+	case 500:
+		c = NextHTTP500
+	case 502:
+		c = NextHTTP502
+	case 503:
+		c = NextHTTP503
+	case 504:
+		c = NextHTTP504
+	case 403:
+		c = NextHTTP403
+	case 404:
+		c = NextHTTP404
+	case 429:
+		c = NextHTTP429
+	}
+	return n & c
+}
+
+// defaults is the http-level config before any directive: nginx's defaults.
+func defaults() LocConf {
+	return LocConf{
+		SetHeaders: []HeaderSetting{
+			{Name: "Host", Value: mustTemplate("$proxy_host")},
+			{Name: "Connection", Value: mustTemplate("close")},
+		},
+		HideHeaders:            nil,
+		ConnectTimeout:         60 * time.Second,
+		ReadTimeout:            60 * time.Second,
+		SendTimeout:            60 * time.Second,
+		NextUpstream:           NextError | NextTimeout,
+		Buffering:              true,
+		redirectDefault:        true,
+		ClientMaxBodySize:      1 << 20,
+		ClientHeaderTimeout:    60 * time.Second,
+		ClientBodyTimeout:      60 * time.Second,
+		ClientSendTimeout:      60 * time.Second,
+		KeepaliveTimeout:       75 * time.Second,
+		KeepaliveRequests:      1000,
+		ServerTokens:           true,
+		ClientHeaderBufferSize: 1 << 10,
+		LargeHeaderBuffers:     4,
+		LargeHeaderBufferSize:  8 << 10,
+	}
+}
+
+// inherit fills what this level did not set from its parent, nginx's merge. The http
+// level's parent is nginx's defaults, applied by the first merge (server level), so
+// the http level itself is completed here too when it is the parent.
+func (c *LocConf) inherit(parent *LocConf) error {
+	if parent.set&merged == 0 {
+		// The http-level config, whose parent is nginx's defaults: complete it once.
+		d := defaults()
+		parent.inheritFrom(&d)
+		parent.set |= merged
+	}
+	c.inheritFrom(parent)
+	c.set |= merged
+	return nil
+}
+
+func (c *LocConf) inheritFrom(p *LocConf) {
+	// proxy_pass and return are not inherited, as in nginx: a nested location without
+	// its own proxy_pass does not proxy, and a server-level return runs before any
+	// location is chosen (see client.go).
+	take := func(bit uint64) bool { return c.set&bit == 0 }
+	if take(bitSetHeaders) {
+		c.SetHeaders = p.SetHeaders
+	}
+	if take(bitHide) {
+		c.HideHeaders = p.HideHeaders
+	}
+	if take(bitPassHeaders) {
+		c.PassHeaders = p.PassHeaders
+	}
+	if take(bitHTTPVersion) {
+		c.HTTPMinor = p.HTTPMinor
+	}
+	if take(bitConnectTimeout) {
+		c.ConnectTimeout = p.ConnectTimeout
+	}
+	if take(bitReadTimeout) {
+		c.ReadTimeout = p.ReadTimeout
+	}
+	if take(bitSendTimeout) {
+		c.SendTimeout = p.SendTimeout
+	}
+	if take(bitNextUpstream) {
+		c.NextUpstream = p.NextUpstream
+	}
+	if take(bitNextTries) {
+		c.NextUpstreamTries = p.NextUpstreamTries
+	}
+	if take(bitNextTimeout) {
+		c.NextUpstreamTimeout = p.NextUpstreamTimeout
+	}
+	if take(bitBuffering) {
+		c.Buffering = p.Buffering
+	}
+	if take(bitRedirect) {
+		c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault
+	}
+	if take(bitAddHeaders) {
+		c.AddHeaders = p.AddHeaders
+	}
+	if take(bitClientMaxBody) {
+		c.ClientMaxBodySize = p.ClientMaxBodySize
+	}
+	if take(bitClientHeaderTimeout) {
+		c.ClientHeaderTimeout = p.ClientHeaderTimeout
+	}
+	if take(bitClientBodyTimeout) {
+		c.ClientBodyTimeout = p.ClientBodyTimeout
+	}
+	if take(bitClientSendTimeout) {
+		c.ClientSendTimeout = p.ClientSendTimeout
+	}
+	if take(bitKeepaliveTimeout) {
+		c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader
+	}
+	if take(bitKeepaliveRequests) {
+		c.KeepaliveRequests = p.KeepaliveRequests
+	}
+	if take(bitServerTokens) {
+		c.ServerTokens = p.ServerTokens
+	}
+	if take(bitErrorPages) {
+		c.ErrorPages = p.ErrorPages
+	}
+	if take(bitClientHeaderBuffer) {
+		c.ClientHeaderBufferSize = p.ClientHeaderBufferSize
+	}
+	if take(bitLargeHeaderBuffers) {
+		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
+	}
+}
+
+func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
+
+func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		d, err := conf.ParseTime(s.Args[0].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		lc := locConf(c)
+		*field(lc) = d
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setNumber(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		n, err := conf.ParseNumber(s.Args[0].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		lc := locConf(c)
+		*field(lc) = n
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setSize(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		n, err := conf.ParseSize(s.Args[0].Value)
+		if err != nil || n < 1 || n > 1<<30 {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		lc := locConf(c)
+		*field(lc) = int(n)
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		on, _ := conf.ParseFlag(s.Args[0].Value) // checked by the parser (Flag arity)
+		lc := locConf(c)
+		*field(lc) = on
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setNameList(field func(*LocConf) *[]string, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		lc := locConf(c)
+		*field(lc) = append(*field(lc), strings.ToLower(s.Args[0].Value))
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitPass != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	url := s.Args[0].Value
+	if strings.Contains(url, "$") {
+		return s.InvalidValue(s.Args[0], "variables in proxy_pass are not supported")
+	}
+	var rest string
+	switch {
+	case strings.HasPrefix(strings.ToLower(url), "http://"):
+		rest = url[len("http://"):]
+	case strings.HasPrefix(strings.ToLower(url), "https://"):
+		return s.InvalidValue(s.Args[0], "https upstreams are not supported yet")
+	default:
+		return s.InvalidValue(s.Args[0], `invalid URL prefix, it must be "http://"`)
+	}
+	t := &PassTarget{URL: url, Host: rest, Pos: s.Pos}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		t.Host, t.URI, t.HasURI = rest[:i], rest[i:], true
+	}
+	if t.Host == "" {
+		return s.InvalidValue(s.Args[0], "no host")
+	}
+	if strings.ContainsAny(t.Host, "?#@") || strings.ContainsAny(t.URI, "?# \t") {
+		return s.InvalidValue(s.Args[0], "invalid URL")
+	}
+	if i := strings.LastIndexByte(t.Host, ':'); i >= 0 && !strings.HasSuffix(t.Host, "]") {
+		t.HasPort = true
+	} else if strings.HasPrefix(t.Host, "[") && strings.Contains(t.Host, "]:") {
+		t.HasPort = true
+	}
+	if t.HasURI && c.Location != nil {
+		switch c.Location.Kind {
+		case conf.LocRegex, conf.LocRegexCaseless:
+			return s.Errorf("\"proxy_pass\" cannot have URI part in location given by regular expression")
+		case conf.LocNamed:
+			return s.Errorf("\"proxy_pass\" cannot have URI part in named location")
+		}
+	}
+	lc.Pass = t
+	lc.set |= bitPass
+	return nil
+}
+
+func setProxySetHeader(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitSetHeaders == 0 {
+		// The first at this level: nginx's defaults stay unless this level sets the
+		// same field (they are not inherited settings but the module's own).
+		lc.SetHeaders = append([]HeaderSetting(nil), defaults().SetHeaders...)
+		lc.set |= bitSetHeaders
+	}
+	if !isToken(s.Args[0].Value) {
+		return s.InvalidValue(s.Args[0], "not a header field name")
+	}
+	t, err := CompileTemplate(s.Args[1].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[1], err.Error())
+	}
+	for i, h := range lc.SetHeaders {
+		if strings.EqualFold(h.Name, s.Args[0].Value) {
+			lc.SetHeaders[i] = HeaderSetting{Name: s.Args[0].Value, Value: t}
+			return nil
+		}
+	}
+	lc.SetHeaders = append(lc.SetHeaders, HeaderSetting{Name: s.Args[0].Value, Value: t})
+	return nil
+}
+
+func setHTTPVersion(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	switch s.Args[0].Value {
+	case "1.0":
+		lc.HTTPMinor = 0
+	case "1.1":
+		lc.HTTPMinor = 1
+	default:
+		return s.InvalidValue(s.Args[0], `it must be "1.0" or "1.1"`)
+	}
+	lc.set |= bitHTTPVersion
+	return nil
+}
+
+func setNextUpstream(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	var n NextUpstream
+	for _, a := range s.Args {
+		if a.Value == "off" {
+			if len(s.Args) > 1 {
+				return s.InvalidValue(a, `"off" stands alone`)
+			}
+			continue
+		}
+		bit, ok := nextUpstreamNames[a.Value]
+		if !ok {
+			return s.InvalidValue(a, "")
+		}
+		n |= bit
+	}
+	lc.NextUpstream = n
+	lc.set |= bitNextUpstream
+	return nil
+}
+
+func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitRedirect == 0 {
+		lc.Redirects, lc.redirectDefault = nil, false
+		lc.set |= bitRedirect
+	}
+	if len(s.Args) == 1 {
+		switch s.Args[0].Value {
+		case "off":
+			lc.Redirects, lc.redirectDefault = nil, false
+		case "default":
+			lc.redirectDefault = true
+		default:
+			return s.InvalidValue(s.Args[0], `it must be "default", "off" or a pair`)
+		}
+		return nil
+	}
+	if strings.Contains(s.Args[0].Value+s.Args[1].Value, "$") {
+		return s.InvalidValue(s.Args[0], "variables in proxy_redirect are not supported")
+	}
+	lc.Redirects = append(lc.Redirects, Redirect{From: s.Args[0].Value, To: s.Args[1].Value})
+	return nil
+}
+
+func setReturn(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	r := &Return{}
+	first := s.Args[0].Value
+	code, err := strconv.Atoi(first)
+	switch {
+	case err != nil && len(s.Args) == 1 && (strings.HasPrefix(first, "http://") || strings.HasPrefix(first, "https://") || strings.HasPrefix(first, "$scheme")):
+		r.Code = 302
+		if r.Text, err = CompileTemplate(first); err != nil {
+			return s.InvalidValue(s.Args[0], err.Error())
+		}
+	case err != nil || code < 100 || code > 999:
+		return s.InvalidValue(s.Args[0], "invalid return code")
+	default:
+		r.Code = code
+		if len(s.Args) == 2 {
+			if r.Text, err = CompileTemplate(s.Args[1].Value); err != nil {
+				return s.InvalidValue(s.Args[1], err.Error())
+			}
+		}
+	}
+	lc.Return = r
+	lc.set |= bitReturn
+	return nil
+}
+
+func setAddHeader(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitAddHeaders == 0 {
+		lc.AddHeaders = nil
+		lc.set |= bitAddHeaders
+	}
+	if !isToken(s.Args[0].Value) {
+		return s.InvalidValue(s.Args[0], "not a header field name")
+	}
+	t, err := CompileTemplate(s.Args[1].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[1], err.Error())
+	}
+	h := AddHeader{Name: s.Args[0].Value, Value: t}
+	if len(s.Args) == 3 {
+		if s.Args[2].Value != "always" {
+			return s.InvalidValue(s.Args[2], `it must be "always"`)
+		}
+		h.Always = true
+	}
+	lc.AddHeaders = append(lc.AddHeaders, h)
+	return nil
+}
+
+func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
+	n, err := conf.ParseSize(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc := locConf(c)
+	lc.ClientMaxBodySize = n
+	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setKeepaliveTimeout(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	d, err := conf.ParseTime(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc.KeepaliveTimeout, lc.KeepaliveHeader = d, 0
+	if len(s.Args) == 2 {
+		h, err := conf.ParseTime(s.Args[1].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[1], "")
+		}
+		lc.KeepaliveHeader = h
+	}
+	lc.set |= bitKeepaliveTimeout
+	return nil
+}
+
+func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitErrorPages == 0 {
+		lc.ErrorPages = nil
+		lc.set |= bitErrorPages
+	}
+	args := s.Args
+	target := args[len(args)-1].Value
+	args = args[:len(args)-1]
+	status := 0
+	if last := args[len(args)-1].Value; strings.HasPrefix(last, "=") {
+		status = -1
+		if len(last) > 1 {
+			n, err := strconv.Atoi(last[1:])
+			if err != nil || n < 100 || n > 999 {
+				return s.InvalidValue(args[len(args)-1], "")
+			}
+			status = n
+		}
+		args = args[:len(args)-1]
+	}
+	if len(args) == 0 {
+		return s.Errorf("invalid number of arguments in %q directive", s.Name)
+	}
+	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
+		!strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
+		return s.InvalidValue(s.Args[len(s.Args)-1], "it must be a URI, @name or an URL")
+	}
+	for _, a := range args {
+		code, err := strconv.Atoi(a.Value)
+		if err != nil || code < 300 || code > 599 {
+			return s.InvalidValue(a, "value must be between 300 and 599")
+		}
+		lc.ErrorPages = append(lc.ErrorPages, ErrorPage{Code: code, Status: status, Target: target, Pos: s.Pos})
+	}
+	return nil
+}
+
+func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
+	n, err := conf.ParseNumber(s.Args[0].Value)
+	if err != nil || n < 1 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	size, err := conf.ParseSize(s.Args[1].Value)
+	if err != nil || size < 128 || size > 1<<20 {
+		return s.InvalidValue(s.Args[1], "")
+	}
+	lc := locConf(c)
+	lc.LargeHeaderBuffers, lc.LargeHeaderBufferSize = n, int(size)
+	lc.set |= bitLargeHeaderBuffers
+	return nil
+}
+
+// isToken reports an RFC 9110 token (a valid header field name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// check resolves every proxy_pass target once the whole file is read, when every
+// upstream block is known.
+func check(cfg *conf.Config, self *conf.Module) error {
+	if cfg.HTTP == nil {
+		return nil
+	}
+	var walk func(locs []*conf.Location) error
+	walk = func(locs []*conf.Location) error {
+		for _, loc := range locs {
+			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil {
+				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
+				if err != nil {
+					return &conf.Error{Pos: lc.Pass.Pos, Msg: err.Error(), Err: err}
+				}
+				lc.Pass.Group = g
+			}
+			if err := walk(loc.Locations); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, srv := range cfg.HTTP.Servers {
+		if err := walk(srv.Locations); err != nil {
+			return err
+		}
+	}
+	return nil
+}
