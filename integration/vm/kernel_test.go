@@ -7,24 +7,43 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// testELF returns a real x86-64 ELF file to hide in synthetic kernel images: this
-// test binary.
+// testELF returns a small but complete x86-64 ELF file to hide in synthetic kernel
+// images: a header, 256 KiB of partly compressible contents, a .shstrtab section
+// and the section header table at the end (so truncation is detectable).
 func testELF(t *testing.T) []byte {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	le := binary.LittleEndian
+	body := bytes.Repeat([]byte("numaproxy vmlinux test "), 8000)
+	body = append(body, junk(64<<10, 42)...)
+	strtab := []byte("\x00.shstrtab\x00")
+	shoff := 64 + len(body) + len(strtab)
+	hdr := make([]byte, 64)
+	copy(hdr, "\x7fELF")
+	hdr[4], hdr[5], hdr[6] = 2, 1, 1 // 64-bit, little-endian, version 1
+	le.PutUint16(hdr[16:], 2)        // ET_EXEC
+	le.PutUint16(hdr[18:], 62)       // EM_X86_64
+	le.PutUint32(hdr[20:], 1)
+	le.PutUint64(hdr[40:], uint64(shoff))
+	le.PutUint16(hdr[52:], 64) // e_ehsize
+	le.PutUint16(hdr[54:], 56) // e_phentsize
+	le.PutUint16(hdr[58:], 64) // e_shentsize
+	le.PutUint16(hdr[60:], 2)  // e_shnum
+	le.PutUint16(hdr[62:], 1)  // e_shstrndx
+	sh := make([]byte, 128)    // section 0 is empty
+	le.PutUint32(sh[64:], 1)   // sh_name ".shstrtab"
+	le.PutUint32(sh[68:], 3)   // SHT_STRTAB
+	le.PutUint64(sh[64+24:], uint64(64+len(body)))
+	le.PutUint64(sh[64+32:], uint64(len(strtab)))
+	le.PutUint64(sh[64+48:], 1)
+	b := image(hdr, body, strtab, sh)
 	if err := checkELF(b); err != nil {
-		t.Skipf("test binary is not an x86-64 ELF: %v", err)
+		t.Fatalf("synthetic ELF: %v", err)
 	}
 	return b
 }
@@ -145,5 +164,56 @@ func TestVersionLess(t *testing.T) {
 		if !versionLess(sorted[i], sorted[i+1]) || versionLess(sorted[i+1], sorted[i]) {
 			t.Errorf("%s should sort before %s", sorted[i], sorted[i+1])
 		}
+	}
+}
+
+// TestVmlinuxCache extracts a synthetic kernel from several goroutines at once (each
+// opens the lock file, as separate processes would), then checks the cache is
+// reused until the image changes.
+func TestVmlinuxCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	elfFile := testELF(t)
+	imgPath := filepath.Join(t.TempDir(), "vmlinuz-9.9.9-test")
+	if err := os.WriteFile(imgPath, image(junk(2000, 11), gzipBytes(t, elfFile), junk(500, 12)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := Kernel{Version: "9.9.9-test", Image: imgPath}
+	var wg sync.WaitGroup
+	paths := make([]string, 4)
+	errs := make([]error, 4)
+	for i := range paths {
+		wg.Add(1)
+		go func() { defer wg.Done(); paths[i], errs[i] = k.Vmlinux() }()
+	}
+	wg.Wait()
+	for i := range paths {
+		if errs[i] != nil || paths[i] != paths[0] {
+			t.Fatalf("call %d: %q, %v (first: %q)", i, paths[i], errs[i], paths[0])
+		}
+	}
+	if b, err := os.ReadFile(paths[0]); err != nil || !bytes.Equal(b, elfFile) {
+		t.Fatalf("cached vmlinux: %d bytes, %v", len(b), err)
+	}
+	if !strings.Contains(paths[0], filepath.Join("numaproxy-vm", "9.9.9-test", "vmlinux")) {
+		t.Errorf("cache path %s", paths[0])
+	}
+	st1, _ := os.Stat(paths[0])
+	if p, err := k.Vmlinux(); err != nil || p != paths[0] {
+		t.Fatal(p, err)
+	}
+	if st2, _ := os.Stat(paths[0]); !st2.ModTime().Equal(st1.ModTime()) {
+		t.Error("cached vmlinux was rewritten though the image did not change")
+	}
+	// A new image of the same version (a kernel package upgrade) is extracted again.
+	other := append(bytes.Clone(elfFile[:len(elfFile)-1]), elfFile[len(elfFile)-1])
+	copy(other[100:], "changed")
+	if err := os.WriteFile(imgPath, image(junk(2000, 13), gzipBytes(t, other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Vmlinux(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(paths[0]); !bytes.Equal(b, other) {
+		t.Error("cache not refreshed after the image changed")
 	}
 }
