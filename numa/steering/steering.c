@@ -381,12 +381,15 @@ static __always_inline int do_migrate(struct sk_reuseport_md *ctx, struct bpf_so
 	f.server_port = bpf_htons((__u16)m->src_port);
 
 	for (n = 0; n < MAX_NODES; n++) {
+		// A copy for the helper: n itself must stay in a register, or the
+		// verifier loses its bounds through the stack and sees no end.
+		__u32 node = n;
 		void *flows;
 		struct flow_val *fv;
 
 		if (n >= num_nodes)
 			break;
-		flows = bpf_map_lookup_elem(&ct_flows, &n);
+		flows = bpf_map_lookup_elem(&ct_flows, &node);
 		if (!flows)
 			continue;
 		fv = bpf_map_lookup_elem(flows, &f);

@@ -156,13 +156,37 @@ func Load(cfg Config) (*Steering, error) {
 	if err := probe(); err != nil {
 		return nil, err
 	}
-	spec, err := loadSteering()
-	if err != nil {
-		return nil, fmt.Errorf("steering: %w", err)
-	}
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("steering: %w", err)
+	}
+	spec, nodes, err := newSpec(cfg, ncpu)
+	if err != nil {
+		return nil, err
+	}
+	s := &Steering{
+		cfg:     cfg,
+		slots:   make([][]slot, cfg.Domains),
+		clients: map[int]*ebpf.Map{},
+		flows:   map[int]*ebpf.Map{},
+		nodes:   nodes,
+	}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return nil, unsupported("steering: load", err)
+	}
+	if err := s.fill(spec, ncpu); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSpec returns the program's collection spec sized and configured for a
+// normalized cfg, and the distinct nodes of cfg.DomainNode, ascending.
+func newSpec(cfg Config, ncpu int) (*ebpf.CollectionSpec, []int, error) {
+	spec, err := loadSteering()
+	if err != nil {
+		return nil, nil, fmt.Errorf("steering: %w", err)
 	}
 	nodes := slices.Clone(cfg.DomainNode)
 	slices.Sort(nodes)
@@ -180,6 +204,7 @@ func Load(cfg Config) (*Steering, error) {
 		// The template every inner map must match: same flags, so it
 		// carries BPF_F_NUMA_NODE too, here on the first node.
 		m.InnerMap.MaxEntries = uint32(cfg.ConntrackEntries)
+		m.InnerMap.Flags |= unix.BPF_F_NUMA_NODE
 		m.InnerMap.NumaNode = uint32(nodes[0])
 	}
 	use := uint32(0)
@@ -193,25 +218,10 @@ func Load(cfg Config) (*Steering, error) {
 		steeringVarUseNumaNodeId: use,
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("steering: set %s: %w", name, err)
+			return nil, nil, fmt.Errorf("steering: set %s: %w", name, err)
 		}
 	}
-
-	s := &Steering{
-		cfg:     cfg,
-		slots:   make([][]slot, cfg.Domains),
-		clients: map[int]*ebpf.Map{},
-		flows:   map[int]*ebpf.Map{},
-		nodes:   nodes,
-	}
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		return nil, unsupported("steering: load", err)
-	}
-	if err := s.fill(spec, ncpu); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return spec, nodes, nil
 }
 
 func (s *Steering) fill(spec *ebpf.CollectionSpec, ncpu int) error {
