@@ -199,10 +199,12 @@ func getMempolicy(mode *int32, nodes *NodeMask, addr uintptr, flags uintptr) err
 
 // PageNodes returns the node of each page spanned by b, in order, using
 // move_pages(2) as a query (no target nodes): it moves nothing and faults
-// nothing in. A page that is not present reads as a negative errno, -ENOENT
-// for a page never touched (-EFAULT for an address without a mapping, for
-// instance). The result has one entry per page from the page holding b[0]
-// to the page holding b[len(b)-1].
+// nothing in. A page that is not present reads as a negative errno: -ENOENT
+// for a page never touched on recent kernels (6.18 here), -EFAULT on older
+// ones (Debian's 6.1 reports that for untouched anonymous memory) and for an
+// address without a mapping; PageAbsent tells both apart from a node. The
+// result has one entry per page from the page holding b[0] to the page
+// holding b[len(b)-1].
 func PageNodes(b []byte) ([]int, error) {
 	if len(b) == 0 {
 		return nil, nil
@@ -227,4 +229,11 @@ func PageNodes(b []byte) ([]int, error) {
 		nodes[i] = int(s)
 	}
 	return nodes, nil
+}
+
+// PageAbsent reports whether a PageNodes entry means the page is not present
+// (-ENOENT, or -EFAULT as older kernels say for untouched anonymous memory)
+// rather than a node.
+func PageAbsent(status int) bool {
+	return status == -int(unix.ENOENT) || status == -int(unix.EFAULT)
 }

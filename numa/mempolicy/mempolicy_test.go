@@ -116,13 +116,17 @@ func TestPageNodesUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kernel 6.18 says -ENOENT for an untouched page; Debian's 6.1 says -EFAULT.
 	for i, n := range got {
 		switch {
-		case i == 3 && n != 0:
-			t.Errorf("touched page 3 on %d, want node 0", n)
-		case i != 3 && n != -int(unix.ENOENT):
-			t.Errorf("untouched page %d = %d, want -ENOENT (%d)", i, n, -int(unix.ENOENT))
+		case i == 3 && n < 0:
+			t.Errorf("touched page 3 reads %d, want a node", n)
+		case i != 3 && !PageAbsent(n):
+			t.Errorf("untouched page %d = %d, want -ENOENT (%d) or -EFAULT (%d)", i, n, -int(unix.ENOENT), -int(unix.EFAULT))
 		}
+	}
+	if PageAbsent(0) || PageAbsent(1) || PageAbsent(-int(unix.EACCES)) {
+		t.Error("PageAbsent takes a node or another errno for absence")
 	}
 	t.Logf("one page touched of 8: %v", got)
 }

@@ -182,9 +182,8 @@ func TestVMPageNodesMixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []int{0, 1, 1, -int(unix.ENOENT)}
-	if !slices.Equal(got, want) {
-		t.Errorf("PageNodes = %v, want %v", got, want)
+	if !slices.Equal(got[:3], []int{0, 1, 1}) || !mempolicy.PageAbsent(got[3]) {
+		t.Errorf("PageNodes = %v, want [0 1 1 -ENOENT or -EFAULT]", got)
 	}
 	t.Logf("pages bound 0,1,1 and one untouched: move_pages says %v", got)
 }
