@@ -26,6 +26,9 @@ func Available() error {
 
 func findQEMU() (string, error) {
 	if p := os.Getenv("NUMAPROXY_VM_QEMU"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("NUMAPROXY_VM_QEMU: %w", err)
+		}
 		return p, nil
 	}
 	p, err := exec.LookPath("qemu-system-x86_64")

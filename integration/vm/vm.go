@@ -171,6 +171,16 @@ func writeInitramfs(dst, busybox, kversion string, progs []Program, cfg *Config)
 			return err
 		}
 	}
+	etc := map[string]string{
+		"/etc/hosts":  "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"/etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+		"/etc/group":  "root:x:0:\nnogroup:x:65534:\n",
+	}
+	for _, name := range []string{"/etc/group", "/etc/hosts", "/etc/passwd"} {
+		if err := r.file(name, 0o644, []byte(etc[name])); err != nil {
+			return err
+		}
+	}
 	var gps []guestProgram
 	for i, p := range progs {
 		if err := checkStatic(p.Binary); err != nil {
