@@ -44,6 +44,7 @@ func TestZeroAllocs(t *testing.T) {
 			for i := 0; i < req.Len(); i++ {
 				req.IsHopByHop(i)
 			}
+			req.ListedInConnection([]byte("A-Field-Name-Longer-Than-Thirty-Two-Bytes"))
 			for name, value := range req.All() {
 				_, _ = name, value
 			}

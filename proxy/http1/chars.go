@@ -84,6 +84,19 @@ func EqualFold(a []byte, b string) bool {
 	return true
 }
 
+// equalFoldBytes is EqualFold for two byte slices.
+func equalFoldBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if a[i] != b[i] && lower(a[i]) != lower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // trimOWS strips optional whitespace (SP, HTAB) from both ends.
 func trimOWS(s []byte) []byte {
 	for len(s) > 0 && isOWS(s[0]) {

@@ -171,9 +171,28 @@ func checkRequestFastHTTP(t *testing.T, r *Request, data []byte, n int) {
 	}
 }
 
+// responseFuzzSeeds probe framing corners of bodiless statuses.
+var responseFuzzSeeds = []string{
+	"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+	"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+	"HTTP/1.1 101 Switching Protocols\r\nContent-Length: 5\r\n\r\n",
+	"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n",
+	"HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 00\r\n\r\n",
+	"HTTP/1.1 599 x\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 199 x\r\n\r\n",
+	"HTTP/1.9 200 OK\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nbody",
+	"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\nbody",
+}
+
 func FuzzResponseHead(f *testing.F) {
 	for _, tc := range responseCases {
 		f.Add([]byte(tc.head+tc.body), tc.headRequest)
+	}
+	for _, s := range responseFuzzSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, headRequest bool) {
 		r := Response{HeadRequest: headRequest}

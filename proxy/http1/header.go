@@ -78,7 +78,7 @@ func (h *Headers) ListedInConnection(name []byte) bool {
 			if !ok {
 				break
 			}
-			if len(opt) == len(name) && EqualFold(opt, string(name)) {
+			if equalFoldBytes(opt, name) {
 				return true
 			}
 		}
