@@ -38,13 +38,11 @@ type Main struct {
 	ErrorLogs             []ErrorLog
 }
 
-// CPUAffinity is worker_cpu_affinity: either Auto (optionally limited to Mask) or one
-// CPU list per worker, taken from nginx's binary masks (rightmost digit is CPU 0).
+// CPUAffinity is worker_cpu_affinity as written ("auto", "auto MASK" or one binary
+// mask per worker), checked at load; numa.ParseCPUAffinity turns it into CPU sets
+// once the process knows which CPUs it may use.
 type CPUAffinity struct {
-	Set     bool
-	Auto    bool
-	Mask    []int   // with Auto: the CPUs auto may use; nil for all
-	Workers [][]int // without Auto: CPUs of worker i (reused cyclically)
+	Args []string // nil when the directive is absent
 }
 
 // ErrorLog is one error_log destination.

@@ -2,7 +2,10 @@ package conf
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/numaproxy/numaproxy/numa"
 )
 
 // CoreModule declares the skeleton every configuration shares: the process-wide
@@ -132,57 +135,30 @@ func setUse(c *Cursor, s *Stmt) error {
 }
 
 func setWorkerCPUAffinity(c *Cursor, s *Stmt) error {
-	aff := CPUAffinity{Set: true}
-	args := s.Args
-	if args[0].Value == "auto" {
-		aff.Auto = true
-		switch len(args) {
-		case 1:
-		case 2:
-			cpus, err := parseCPUMask(args[1].Value)
-			if err != nil {
-				return s.InvalidValue(args[1], err.Error())
+	var args []string
+	for _, a := range s.Args {
+		args = append(args, a.Value)
+	}
+	if args[0] == "auto" && len(args) > 2 {
+		return s.Errorf("invalid number of arguments in %q directive", s.Name)
+	}
+	// Check the masks now against every possible CPU; which CPUs are allowed is known
+	// only when the loops start.
+	var all numa.CPUSet
+	for cpu := 0; cpu < numa.MaxCPUs; cpu++ {
+		all.Set(cpu)
+	}
+	if _, err := numa.ParseCPUAffinity(args, 1, all); err != nil {
+		bad := s.Args[len(s.Args)-1]
+		for _, a := range s.Args {
+			if strings.Contains(err.Error(), strconv.Quote(a.Value)) {
+				bad = a
 			}
-			aff.Mask = cpus
-		default:
-			return s.Errorf("invalid number of arguments in %q directive", s.Name)
 		}
-		c.Config.Main.WorkerCPUAffinity = aff
-		return nil
+		return s.InvalidValue(bad, strings.TrimPrefix(err.Error(), "worker_cpu_affinity: "))
 	}
-	for _, a := range args {
-		cpus, err := parseCPUMask(a.Value)
-		if err != nil {
-			return s.InvalidValue(a, err.Error())
-		}
-		aff.Workers = append(aff.Workers, cpus)
-	}
-	c.Config.Main.WorkerCPUAffinity = aff
+	c.Config.Main.WorkerCPUAffinity = CPUAffinity{Args: args}
 	return nil
-}
-
-// maxCPUs bounds a mask's length (the kernel's CPU_SETSIZE default).
-const maxCPUs = 1024
-
-// parseCPUMask reads an nginx binary CPU mask, rightmost digit CPU 0.
-func parseCPUMask(mask string) ([]int, error) {
-	if len(mask) > maxCPUs {
-		return nil, errString("too long, at most 1024 CPUs")
-	}
-	var cpus []int
-	for i := len(mask) - 1; i >= 0; i-- {
-		switch mask[i] {
-		case '0':
-		case '1':
-			cpus = append(cpus, len(mask)-1-i)
-		default:
-			return nil, errString(`a mask takes only "0" and "1"`)
-		}
-	}
-	if len(cpus) == 0 {
-		return nil, errString("no CPU in the mask")
-	}
-	return cpus, nil
 }
 
 type errString string

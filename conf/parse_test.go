@@ -158,11 +158,8 @@ events { worker_connections 1024; use epoll; }
 		m.ErrorLogs[0].Level != "warn" || m.ErrorLogs[1].Path != "stderr" || m.ErrorLogs[1].Level != "error" {
 		t.Fatalf("error logs = %+v", m.ErrorLogs)
 	}
-	want := [][]int{{0}, {1}, {2}, {3}}
-	for i, cpus := range m.WorkerCPUAffinity.Workers {
-		if len(cpus) != 1 || cpus[0] != want[i][0] {
-			t.Fatalf("affinity = %v", m.WorkerCPUAffinity.Workers)
-		}
+	if got := strings.Join(m.WorkerCPUAffinity.Args, " "); got != "0001 0010 0100 1000" {
+		t.Fatalf("affinity = %v", got)
 	}
 	if cfg.Events.WorkerConnections != 1024 {
 		t.Fatalf("worker_connections = %d", cfg.Events.WorkerConnections)
@@ -185,9 +182,14 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestAutoAffinityMask(t *testing.T) {
 	cfg := mustLoad(t, map[string]string{"main.conf": "worker_cpu_affinity auto 1010;\n"})
-	a := cfg.Main.WorkerCPUAffinity
-	if !a.Auto || len(a.Mask) != 2 || a.Mask[0] != 1 || a.Mask[1] != 3 {
+	if a := cfg.Main.WorkerCPUAffinity.Args; strings.Join(a, " ") != "auto 1010" {
 		t.Fatalf("affinity = %+v", a)
+	}
+	for _, bad := range []string{"auto 1010 1", "0000", "auto 0120"} {
+		_, err := load(t, writeFiles(t, map[string]string{"main.conf": "worker_cpu_affinity " + bad + ";\n"}), "")
+		if err == nil {
+			t.Errorf("worker_cpu_affinity %s accepted", bad)
+		}
 	}
 }
 

@@ -47,6 +47,10 @@ func (l *Loop) drain(deadline time.Time) {
 // draining reports whether Drain has begun on this loop.
 func (l *Loop) draining() bool { return l.state.Load() == stateDraining }
 
+// Draining reports whether Drain has begun on this loop: handlers use it to answer
+// with "Connection: close" so keep-alive clients move to another process.
+func (l *Loop) Draining() bool { return l.draining() }
+
 // checkDrained ends a draining loop once no connection is left.
 func (l *Loop) checkDrained() {
 	if l.draining() && l.openConns.Load() == 0 {

@@ -13,14 +13,16 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
+	"github.com/numaproxy/numaproxy/proxy"
 )
 
 // instance is one running numaproxy process.
 type instance struct {
-	cfg  *conf.Config
-	load func() (*conf.Config, error)
-	elog *errorlog.Log
-	log  *slog.Logger
+	cfg    *conf.Config
+	load   func() (*conf.Config, error)
+	elog   *errorlog.Log
+	log    *slog.Logger
+	server *server
 }
 
 // runInstance runs in the foreground until a stop signal; it returns the exit status.
@@ -45,11 +47,22 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	}
 	defer removePidFile(cfg.Main.PidFile)
 
+	snap, err := proxy.NewSnapshot(cfg)
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		return 1
+	}
+	in.server, err = startServer(cfg, snap, in.log)
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		return 1
+	}
+
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGINT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 	defer signal.Stop(signals)
-	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File)
+	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.loops))
 
 	for sig := range signals {
 		s := sig.(syscall.Signal)
@@ -67,9 +80,12 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			}
 		case syscall.SIGQUIT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", shutting down gracefully")
+			in.server.drain(in.cfg.Main.WorkerShutdownTimeout)
+			in.log.Log(nil, errorlog.LevelNotice, "exiting")
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", exiting")
+			in.server.stop()
 			return 0
 		default:
 			in.log.Log(nil, errorlog.LevelNotice, what+", ignored: binary upgrade is not supported yet")
@@ -89,8 +105,24 @@ func (in *instance) reload() {
 	for _, w := range cfg.Warnings {
 		in.log.Warn(w.Error())
 	}
+	snap, err := proxy.NewSnapshot(cfg)
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		return
+	}
+	if n := cfg.Main.WorkerProcesses; n != in.cfg.Main.WorkerProcesses ||
+		strings.Join(cfg.Main.WorkerCPUAffinity.Args, " ") != strings.Join(in.cfg.Main.WorkerCPUAffinity.Args, " ") {
+		in.log.Warn("changing worker_processes or worker_cpu_affinity takes a restart; the loops stay as they are")
+	}
 	elog, err := openErrorLog(cfg)
 	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		return
+	}
+	if err := in.server.reload(cfg, snap); err != nil {
+		elog.Close()
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
 		return

@@ -1,0 +1,625 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/upstream"
+)
+
+// exState is where an exchange with the upstream is.
+type exState uint8
+
+const (
+	exConnecting exState = iota // dialling; the request is queued on the socket
+	exHead                      // waiting for or reading the response head
+	exBody                      // streaming the response body to the client
+	exTunnel                    // after 101: bytes pass both ways
+	exDone
+)
+
+// maxReplay bounds the request body kept to resend it to the next server.
+const maxReplay = 64 << 10
+
+// exchange is one request's trip upstream, with its retries.
+type exchange struct {
+	c     *client
+	w     *Worker
+	g     *upstream.Group
+	bal   *upstream.Balancer
+	state exState
+
+	peer      *upstream.Peer
+	conn      eventloop.Conn
+	reused    bool // conn came from the keep-alive cache
+	tried     upstream.Tried
+	tries     int
+	firstTry  time.Time
+	tryStart  time.Time
+	head      []byte // pooled: the request head, kept for a retry
+	replay    []byte // pooled: the body sent so far, kept for a retry
+	noReplay  bool   // the body outgrew maxReplay: no retry once it started
+	bodySent  bool   // body bytes went to the current connection
+	reqDone   bool   // the whole request has been read from the client
+	upgrade   bool   // the request asks for an upgrade and the head carries Upgrade
+	connClose bool   // the head asks the upstream to close after the response
+
+	resp      http1.Response
+	rbuf      []byte // pooled: the response head as it arrives
+	framing   http1.BodyFraming
+	rlen      http1.LengthBody
+	rchunks   http1.ChunkedDecoder
+	toChunked bool // the client gets the body re-encoded as chunked
+	rawChunks bool // the client gets the upstream's chunked framing as it is
+	gotBytes  bool // any response byte arrived on the current connection
+
+	status       int // the upstream's status, for $upstream_status
+	responseTime time.Duration
+}
+
+// backendHandler is the eventloop.Handler of upstream connections; it hands events to
+// the exchange or, for cached idle connections, to the cache.
+type backendHandler struct{ w *Worker }
+
+func (b *backendHandler) OnOpen(c eventloop.Conn) {
+	if ex, ok := c.Context().(*exchange); ok {
+		ex.connected()
+	}
+}
+
+func (b *backendHandler) OnData(c eventloop.Conn, data []byte) {
+	switch x := c.Context().(type) {
+	case *exchange:
+		x.onData(data)
+	case *idleConn:
+		x.drop() // an idle upstream connection must not talk: close it
+	}
+}
+
+func (b *backendHandler) OnWriteBlocked(c eventloop.Conn) {
+	if ex, ok := c.Context().(*exchange); ok {
+		c.SetTimeout(ex.c.lcf.SendTimeout)
+		if ex.c.state == csBody || ex.c.state == csTunnel {
+			ex.c.conn.PauseRead() // the upstream is slower than the client's upload
+		}
+	}
+}
+
+func (b *backendHandler) OnWritable(c eventloop.Conn) {
+	if ex, ok := c.Context().(*exchange); ok {
+		ex.armRead()
+		if (ex.c.state == csBody || ex.c.state == csTunnel) && !ex.c.paused {
+			ex.c.conn.ResumeRead()
+		}
+	}
+}
+
+func (b *backendHandler) OnTimeout(c eventloop.Conn) {
+	switch x := c.Context().(type) {
+	case *exchange:
+		x.onTimeout()
+	case *idleConn:
+		x.drop()
+	}
+}
+
+func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
+	switch x := c.Context().(type) {
+	case *exchange:
+		if x.conn == c {
+			x.onClose(err)
+		}
+	case *idleConn:
+		x.forget()
+	}
+}
+
+// proxy sends the current request to the location's proxy_pass.
+func (c *client) proxy() {
+	if !c.internalGET && !c.bodyFraming() {
+		return
+	}
+	if c.internalGET {
+		c.body = bodyNone
+	}
+	if c.body == bodyChunked && c.lcf.HTTPMinor == 0 {
+		// A chunked body cannot go to an HTTP/1.0 server without buffering it whole.
+		c.keepAlive = false
+		c.respondStatus(411)
+		return
+	}
+	g := c.lcf.Pass.Group
+	ex := &exchange{c: c, w: c.w, g: g, bal: c.w.balancer(g), firstTry: time.Now()}
+	ex.resp.HeadRequest = c.isHEAD()
+	pool := c.conn.Loop().Pool()
+	ex.head = ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
+	c.ex = ex
+	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
+		c.conn.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
+	}
+	if !ex.connect() {
+		return
+	}
+	if c.body == bodyNone {
+		c.state = csWait
+		ex.requestSent()
+		return
+	}
+	c.state = csBody
+	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+	pending := c.in[c.headLen:]
+	c.in = c.in[:c.headLen]
+	c.takeBody(pending)
+}
+
+// connect picks a server and opens (or reuses) a connection to it, queuing the
+// request on it. It reports false when it answered the client with an error.
+func (ex *exchange) connect() bool {
+	c := ex.c
+	for {
+		now := time.Now()
+		var key []byte
+		if t := c.snap.hashKeys[ex.g]; t != nil {
+			key = t.Append(ex.w.scratch[:0], c)
+		}
+		p := ex.bal.Pick(now, key, c.remote.Addr(), &ex.tried)
+		if p == nil {
+			ex.w.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", c.remote.String())
+			ex.release()
+			c.failRequest(502)
+			return false
+		}
+		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
+		ex.gotBytes, ex.bodySent = false, false
+		if idle := ex.w.takeIdle(p.Addr); idle != nil {
+			ex.conn, ex.reused = idle, true
+			idle.SetContext(ex)
+			ex.send()
+			ex.connected()
+			return true
+		}
+		conn, err := ex.w.loop.Dial(p.Addr, c.lcf.ConnectTimeout, &ex.w.backends, ex)
+		if err != nil {
+			ex.bal.Done(p, now, true)
+			ex.w.log.Error("connect() to upstream failed", "upstream", p.Addr.String(), "error", err.Error())
+			if ex.canRetry(NextError) {
+				continue
+			}
+			ex.release()
+			c.failRequest(502)
+			return false
+		}
+		ex.conn, ex.reused = conn, false
+		ex.state = exConnecting
+		ex.send()
+		return true
+	}
+}
+
+// send queues the head and whatever body was already sent on the current connection.
+func (ex *exchange) send() {
+	ex.conn.Write(ex.head)
+	if len(ex.replay) > 0 {
+		ex.conn.Write(ex.replay)
+		ex.bodySent = true
+	}
+}
+
+// connected: the connection is up (or reused); the response is awaited.
+func (ex *exchange) connected() {
+	ex.state = exHead
+	ex.armRead()
+}
+
+// armRead sets the upstream timer for the phase the exchange is in.
+func (ex *exchange) armRead() {
+	if ex.conn == nil {
+		return
+	}
+	if ex.state == exHead || ex.state == exBody || ex.state == exTunnel {
+		ex.conn.SetTimeout(ex.c.lcf.ReadTimeout)
+	}
+}
+
+// sendBody passes request body bytes on, keeping a copy for a retry while it fits.
+func (ex *exchange) sendBody(p []byte) {
+	if len(p) == 0 || ex.conn == nil {
+		return
+	}
+	ex.conn.Write(p)
+	ex.bodySent = true
+	if ex.noReplay {
+		return
+	}
+	pool := ex.c.conn.Loop().Pool()
+	if len(ex.replay)+len(p) > maxReplay {
+		ex.noReplay = true
+		if ex.replay != nil {
+			pool.Put(ex.replay[:cap(ex.replay)])
+			ex.replay = nil
+		}
+		return
+	}
+	if ex.replay == nil {
+		ex.replay = pool.Get(maxReplay)[:0]
+	}
+	ex.replay = append(ex.replay, p...)
+}
+
+// requestSent: the client's whole request was read and passed on.
+func (ex *exchange) requestSent() { ex.reqDone = true }
+
+// canRetry decides whether the request may go to the next server after a failure of
+// kind cond, nginx's proxy_next_upstream rules.
+func (ex *exchange) canRetry(cond NextUpstream) bool {
+	c, lcf := ex.c, ex.c.lcf
+	switch {
+	case c.status != 0: // part of a response reached the client
+		return false
+	case lcf.NextUpstream&cond == 0:
+		return false
+	case ex.bodySent && ex.noReplay:
+		return false
+	case ex.gotBytes || ex.bodySent || ex.state != exConnecting:
+		// The request reached the server: only idempotent ones go again.
+		if !c.idempotent() && lcf.NextUpstream&NextNonIdempotent == 0 {
+			return false
+		}
+	}
+	if lcf.NextUpstreamTries > 0 && ex.tries >= lcf.NextUpstreamTries {
+		return false
+	}
+	if lcf.NextUpstreamTimeout > 0 && time.Since(ex.firstTry) >= lcf.NextUpstreamTimeout {
+		return false
+	}
+	return true
+}
+
+// idempotent is nginx's test: everything but POST, LOCK and PATCH.
+func (c *client) idempotent() bool {
+	m := string(c.req.Method())
+	return m != "POST" && m != "LOCK" && m != "PATCH"
+}
+
+// fail handles a failed try of kind cond: the next server when allowed, else an error
+// status (or closing the client if the response already started).
+func (ex *exchange) fail(cond NextUpstream, status int, why string) {
+	now := time.Now()
+	ex.w.log.Error(why, "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
+	// A cached connection that failed before any reply says nothing about the server.
+	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
+	ex.bal.Done(ex.peer, now, countsAsFailure)
+	ex.dropConn()
+	if ex.canRetry(cond) {
+		if !countsAsFailure {
+			ex.tried.Reset() // the server itself was not at fault
+		}
+		if !ex.connect() {
+			return
+		}
+		if ex.reqDone {
+			return
+		}
+		return
+	}
+	ex.release()
+	ex.c.ex = nil
+	if ex.c.status != 0 {
+		ex.c.close()
+		return
+	}
+	ex.c.failRequest(status)
+}
+
+// dropConn closes the current upstream connection; it is not cached.
+func (ex *exchange) dropConn() {
+	if ex.conn != nil {
+		ex.conn.SetContext(nil)
+		ex.conn.Close()
+		ex.conn.Close() // drop what is queued
+		ex.conn = nil
+	}
+	if ex.rbuf != nil {
+		ex.rbuf = ex.rbuf[:0]
+	}
+	ex.resp.Reset()
+	ex.resp.HeadRequest = ex.c.isHEAD()
+}
+
+func (ex *exchange) onTimeout() {
+	switch ex.state {
+	case exHead:
+		ex.fail(NextTimeout, 504, "upstream timed out while reading response header from upstream")
+	default:
+		ex.w.log.Error("upstream timed out", "upstream", ex.peer.Addr.String())
+		ex.bal.Done(ex.peer, time.Now(), true)
+		ex.abort()
+		ex.c.close()
+	}
+}
+
+func (ex *exchange) onClose(err error) {
+	ex.conn = nil
+	switch ex.state {
+	case exConnecting:
+		if errors.Is(err, eventloop.ErrDialTimeout) {
+			ex.fail(NextTimeout, 504, "upstream timed out while connecting to upstream")
+		} else {
+			ex.fail(NextError, 502, "connect() to upstream failed: "+errString(err))
+		}
+	case exHead:
+		ex.fail(NextError, 502, "upstream prematurely closed connection while reading response header from upstream")
+	case exBody:
+		if ex.framing == http1.BodyUntilClose && errors.Is(err, io.EOF) {
+			if ex.toChunked {
+				ex.c.conn.Write(http1.AppendLastChunk(nil, nil))
+			}
+			ex.complete(false)
+			return
+		}
+		// The response is incomplete: the client must not take it as whole.
+		ex.w.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.Addr.String())
+		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.release()
+		ex.c.ex = nil
+		ex.c.close()
+	case exTunnel:
+		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.release()
+		ex.c.ex = nil
+		ex.c.close()
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+// onData takes response bytes from the upstream.
+func (ex *exchange) onData(data []byte) {
+	ex.gotBytes = true
+	ex.armRead()
+	switch ex.state {
+	case exConnecting, exHead:
+		ex.state = exHead
+		ex.takeHead(data)
+	case exBody:
+		ex.takeBody(data)
+	case exTunnel:
+		ex.c.conn.Write(data)
+	}
+}
+
+// takeHead accumulates and parses the response head, then starts the response.
+func (ex *exchange) takeHead(data []byte) {
+	pool := ex.c.conn.Loop().Pool()
+	if ex.rbuf == nil {
+		ex.rbuf = pool.Get(max(4096, len(data)))[:0]
+	}
+	if len(ex.rbuf)+len(data) > cap(ex.rbuf) {
+		bigger := pool.Get(len(ex.rbuf) + len(data))[:len(ex.rbuf)]
+		copy(bigger, ex.rbuf)
+		pool.Put(ex.rbuf[:cap(ex.rbuf)])
+		ex.rbuf = bigger
+	}
+	ex.rbuf = append(ex.rbuf, data...)
+	for {
+		n, err := ex.resp.Parse(ex.rbuf)
+		if errors.Is(err, http1.ErrNeedMore) {
+			return
+		}
+		if err != nil {
+			ex.fail(NextInvalidHeader, 502, "upstream sent invalid header: "+err.Error())
+			return
+		}
+		if ex.resp.Interim() {
+			// 100 Continue and other interim replies are not passed on, as nginx.
+			rest := copy(ex.rbuf, ex.rbuf[n:])
+			ex.rbuf = ex.rbuf[:rest]
+			ex.resp.Reset()
+			ex.resp.HeadRequest = ex.c.isHEAD()
+			if rest == 0 {
+				return
+			}
+			continue
+		}
+		ex.startResponse(n)
+		return
+	}
+}
+
+// startResponse decides what to do with a complete response head.
+func (ex *exchange) startResponse(headLen int) {
+	c := ex.c
+	code := ex.resp.StatusCode()
+	ex.status = code
+	ex.responseTime = time.Since(ex.tryStart)
+	if code == 101 && !ex.upgrade {
+		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
+		return
+	}
+	if cond := c.lcf.NextUpstream.ForStatus(code); cond != 0 && ex.canRetry(cond) {
+		failure := code != 403 && code != 404
+		ex.bal.Done(ex.peer, time.Now(), failure)
+		ex.dropConn()
+		if failure {
+			ex.w.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.Addr.String(), "status", code)
+		}
+		ex.connect()
+		return
+	}
+	ex.writeResponseHead()
+	rest := ex.rbuf[headLen:]
+	if code == 101 {
+		ex.state = exTunnel
+		c.state = csTunnel
+		if len(rest) > 0 {
+			c.conn.Write(rest)
+		}
+		ex.releaseResponseBuffer()
+		// What the client sent after its upgrade request goes through now.
+		if len(c.in) > c.headLen {
+			ex.conn.Write(c.in[c.headLen:])
+			c.in = c.in[:c.headLen]
+		}
+		if c.paused {
+			c.paused = false
+			c.conn.ResumeRead()
+		}
+		c.conn.SetTimeout(0)
+		return
+	}
+	ex.state = exBody
+	ex.framing = ex.resp.Framing()
+	switch ex.framing {
+	case http1.BodyNone:
+		ex.releaseResponseBuffer()
+		ex.complete(len(rest) == 0)
+		return
+	case http1.BodyContentLength:
+		ex.rlen = http1.NewLengthBody(ex.resp.ContentLength())
+	case http1.BodyChunked:
+		ex.rchunks.Reset()
+	}
+	// rest aliases rbuf; pass it on before the buffer goes back.
+	ex.takeBody(rest)
+	ex.releaseResponseBuffer()
+}
+
+func (ex *exchange) releaseResponseBuffer() {
+	if ex.rbuf != nil {
+		ex.c.conn.Loop().Pool().Put(ex.rbuf[:cap(ex.rbuf)])
+		ex.rbuf = nil
+	}
+}
+
+// takeBody passes response body bytes to the client in the framing chosen for it.
+func (ex *exchange) takeBody(data []byte) {
+	c := ex.c
+	if ex.state != exBody {
+		return
+	}
+	switch ex.framing {
+	case http1.BodyContentLength:
+		part := ex.rlen.Take(data)
+		if len(part) > 0 {
+			c.conn.Write(part)
+			c.bodySent += int64(len(part))
+		}
+		if ex.rlen.Done() {
+			ex.complete(len(part) == len(data))
+		}
+	case http1.BodyChunked:
+		for len(data) > 0 && ex.state == exBody {
+			n, chunk, err := ex.rchunks.Decode(data)
+			if err != nil {
+				ex.w.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.Addr.String(), "error", err.Error())
+				ex.bal.Done(ex.peer, time.Now(), true)
+				ex.release()
+				c.ex = nil
+				c.close()
+				return
+			}
+			if ex.rawChunks {
+				c.conn.Write(data[:n])
+			} else if len(chunk) > 0 {
+				c.conn.Write(chunk)
+			}
+			c.bodySent += int64(len(chunk))
+			data = data[n:]
+			if ex.rchunks.Done() {
+				ex.complete(len(data) == 0)
+				return
+			}
+		}
+	case http1.BodyUntilClose:
+		if len(data) == 0 {
+			return
+		}
+		if ex.toChunked {
+			var hdr [20]byte
+			c.conn.Writev([][]byte{http1.AppendChunkHeader(hdr[:0], len(data)), data, []byte("\r\n")})
+		} else {
+			c.conn.Write(data)
+		}
+		c.bodySent += int64(len(data))
+	}
+}
+
+// complete ends a response that arrived whole: the upstream connection is cached
+// when it can carry another request (clean says no stray bytes followed), and the
+// client goes on.
+func (ex *exchange) complete(clean bool) {
+	c := ex.c
+	ex.state = exDone
+	ex.bal.Done(ex.peer, time.Now(), false)
+	if conn := ex.conn; conn != nil {
+		ex.conn = nil
+		if clean && ex.reqDone && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 {
+			ex.w.cacheIdle(conn, ex.peer.Addr, ex.g)
+		} else {
+			conn.SetContext(nil)
+			conn.Close()
+		}
+	}
+	ex.release()
+	if c.state == csBody {
+		// The server answered before the upload ended: the rest of it is not read.
+		c.keepAlive = false
+	}
+	c.finish()
+}
+
+// abort ends the exchange without a response (the client went away or failed).
+func (ex *exchange) abort() {
+	if ex.state == exDone {
+		return
+	}
+	ex.state = exDone
+	if ex.peer != nil && ex.conn != nil {
+		ex.bal.Done(ex.peer, time.Now(), false)
+	}
+	ex.dropConn()
+	ex.release()
+}
+
+// clientGone: the client connection closed; the upstream request is abandoned and its
+// connection not cached (it is not at a clean boundary).
+func (ex *exchange) clientGone() { ex.abort() }
+
+// clientBlocked: the client reads slower than the upstream sends.
+func (ex *exchange) clientBlocked() {
+	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
+		ex.conn.PauseRead()
+	}
+}
+
+func (ex *exchange) clientWritable() {
+	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
+		ex.conn.ResumeRead()
+	}
+}
+
+// tunnelFromClient passes upgraded client bytes upstream.
+func (ex *exchange) tunnelFromClient(data []byte) {
+	if ex.conn != nil {
+		ex.conn.Write(data)
+	}
+}
+
+// release returns the exchange's buffers.
+func (ex *exchange) release() {
+	pool := ex.c.conn.Loop().Pool()
+	for _, b := range []*[]byte{&ex.head, &ex.replay, &ex.rbuf} {
+		if *b != nil {
+			pool.Put((*b)[:cap(*b)])
+			*b = nil
+		}
+	}
+}

@@ -1,0 +1,449 @@
+package proxy
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/proxy/route"
+)
+
+// clientState is where a client connection is in its request cycle.
+type clientState uint8
+
+const (
+	csHead   clientState = iota // waiting for, or reading, a request head
+	csBody                      // proxying; the request body is still arriving
+	csWait                      // the request is read; its response is being produced
+	csTunnel                    // upgraded: bytes pass both ways untouched
+	csClosed
+)
+
+// bodyKind is how the request body is framed.
+type bodyKind uint8
+
+const (
+	bodyNone bodyKind = iota
+	bodyLength
+	bodyChunked
+)
+
+// client is one client connection and the request it is serving.
+type client struct {
+	w      *Worker
+	conn   eventloop.Conn
+	id     uint64
+	local  netip.AddrPort
+	remote netip.AddrPort
+	state  clientState
+
+	in       []byte // pooled: the request head, then bytes received after it; nil when idle
+	headLen  int
+	req      http1.Request
+	requests int  // requests started on this connection
+	driving  bool // inside drive: finishing a request must not recurse into the next
+	paused   bool // reading paused by us (pipelining) rather than by backpressure
+
+	// The request being served.
+	snap        *Snapshot
+	srv         *conf.Server
+	srvConf     *LocConf
+	loc         *conf.Location
+	lcf         *LocConf
+	prefix      string // the matched prefix location's path, for proxy_pass URI replacement
+	uriBuf      []byte // pooled: the normalised path ($uri)
+	started     time.Time
+	status      int
+	bodySent    int64
+	keepAlive   bool
+	redirects   int  // internal redirects (error_page) taken
+	forceStatus int  // the status an error_page imposes on the response; 0: none
+	internalGET bool // after an error_page redirect the request goes on as GET
+
+	body      bodyKind
+	bodyLen   http1.LengthBody
+	chunks    http1.ChunkedDecoder
+	bodyTotal int64 // body bytes received, against client_max_body_size
+
+	ex *exchange // the upstream side, while proxying
+}
+
+func newClient(w *Worker, c eventloop.Conn) *client {
+	return &client{w: w, conn: c, id: connectionSerial.Add(1), local: c.LocalAddr(), remote: c.RemoteAddr()}
+}
+
+// defaultServerConf is the proxy config of the listen address's default server, which
+// governs a connection until a request names its server (nginx does the same).
+func (c *client) defaultServerConf() *LocConf {
+	if a := c.w.snap.Routes.Addr(c.local); a != nil {
+		return serverConf(a.Default)
+	}
+	d := defaults()
+	return &d
+}
+
+func (c *client) start() {
+	c.conn.SetIdle(false)
+	c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+}
+
+// limits are the head limits of large_client_header_buffers.
+func (c *client) limits(lc *LocConf) http1.Limits {
+	return http1.Limits{MaxLineSize: lc.LargeHeaderBufferSize, MaxHeadSize: lc.LargeHeaderBuffers * lc.LargeHeaderBufferSize, MaxHeaders: http1.MaxHeaderFields}
+}
+
+// keep appends data to the connection's buffer, growing it from the pool. data may
+// lie inside the buffer itself (bytes after a head being moved down).
+func (c *client) keep(data []byte) {
+	pool := c.conn.Loop().Pool()
+	if c.in == nil {
+		c.in = pool.Get(max(c.defaultServerConf().ClientHeaderBufferSize, len(data)))[:0]
+	}
+	if len(c.in)+len(data) > cap(c.in) {
+		bigger := pool.Get(len(c.in) + len(data))[:len(c.in)]
+		copy(bigger, c.in)
+		bigger = append(bigger, data...) // before the old buffer goes back
+		pool.Put(c.in[:cap(c.in)])
+		c.in = bigger
+		return
+	}
+	c.in = append(c.in, data...)
+}
+
+func (c *client) onData(data []byte) {
+	switch c.state {
+	case csHead, csWait:
+		// A head in progress, or the next pipelined request: keep it.
+		if c.state == csWait {
+			c.paused = true
+			c.conn.PauseRead() // the next request waits for this response
+		}
+		c.keep(data)
+		c.drive()
+	case csBody:
+		c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+		c.takeBody(data)
+		c.drive()
+	case csTunnel:
+		c.ex.tunnelFromClient(data)
+	}
+}
+
+// drive parses and serves the requests waiting in the buffer, one after another,
+// until one goes asynchronous (proxying) or the buffer runs out.
+func (c *client) drive() {
+	if c.driving {
+		return
+	}
+	c.driving = true
+	defer func() { c.driving = false }()
+	for c.state == csHead && len(c.in) > 0 {
+		if c.req.Limits.MaxHeadSize == 0 {
+			c.req.Limits = c.limits(c.defaultServerConf())
+		}
+		n, err := c.req.Parse(c.in)
+		if errors.Is(err, http1.ErrNeedMore) {
+			if c.requests > 0 || len(c.in) > 0 {
+				c.conn.SetIdle(false)
+				c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+			}
+			return
+		}
+		c.requests++
+		c.begin()
+		var pe *http1.ParseError
+		if errors.As(err, &pe) {
+			c.keepAlive = false
+			c.respondStatus(pe.Status)
+			return
+		}
+		c.headLen = n
+		c.handle()
+	}
+}
+
+// begin starts a request: its snapshot, clock and server.
+func (c *client) begin() {
+	c.snap = c.w.snap
+	c.started = time.Now()
+	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET = 0, 0, 0, 0, false
+	c.body = bodyNone
+	c.srv, c.loc, c.prefix = nil, nil, ""
+	c.srvConf = c.defaultServerConf()
+	c.lcf = c.srvConf
+	if a := c.snap.Routes.Addr(c.local); a != nil {
+		c.srv = a.Default
+	}
+	c.conn.SetIdle(false)
+	c.conn.SetTimeout(0)
+}
+
+// handle routes a parsed request and starts answering it, nginx's phases: server
+// return, location, location return, proxy_pass.
+func (c *client) handle() {
+	r := &c.req
+	if a := c.snap.Routes.Addr(c.local); a != nil {
+		c.srv = a.Server(r.Host())
+		c.srvConf = serverConf(c.srv)
+		c.lcf = c.srvConf
+	}
+	c.keepAlive = r.KeepAlive() && c.srvConf.KeepaliveTimeout > 0 && c.requests < c.srvConf.KeepaliveRequests
+	if r.TargetForm() == http1.AsteriskForm || r.TargetForm() == http1.AuthorityForm {
+		// OPTIONS * and CONNECT are not for a reverse proxy.
+		c.keepAlive = false
+		c.respondStatus(405)
+		return
+	}
+	pool := c.conn.Loop().Pool()
+	c.uriBuf = pool.Get(len(r.Path()) + 1)[:0]
+	uri, err := route.Normalize(c.uriBuf, r.Path())
+	if err != nil {
+		c.keepAlive = false
+		c.respondStatus(400)
+		return
+	}
+	c.uriBuf = uri
+	if c.srv != nil {
+		if ret := c.srvConf.Return; ret != nil {
+			c.respondReturn(ret)
+			return
+		}
+	}
+	c.route()
+}
+
+// route finds the location for the current $uri and answers from it. It runs again
+// after an internal redirect (error_page).
+func (c *client) route() {
+	c.loc, c.prefix, c.lcf = nil, "", c.srvConf
+	if c.srv != nil {
+		locs := c.snap.Routes.Locations(c.srv)
+		if l := locs.AutoRedirect(c.uriBuf); l != nil && locationConf(l).Pass != nil {
+			c.loc, c.lcf = l, locationConf(l)
+			c.respondAutoRedirect()
+			return
+		}
+		if m := locs.Find(c.uriBuf); m.Location != nil {
+			c.loc, c.prefix, c.lcf = m.Location, m.Prefix, locationConf(m.Location)
+		}
+	}
+	c.serveLocation()
+}
+
+// serveLocation answers from the current location: its return, else its proxy_pass,
+// else 404 (numaproxy serves no files).
+func (c *client) serveLocation() {
+	if c.loc != nil {
+		if ret := c.lcf.Return; ret != nil {
+			c.respondReturn(ret)
+			return
+		}
+	}
+	if c.loc != nil && c.lcf.Pass != nil {
+		c.proxy()
+		return
+	}
+	c.respondStatus(404)
+}
+
+// bodyFraming sets up reading the request body; false when it was refused (and
+// answered).
+func (c *client) bodyFraming() bool {
+	r := &c.req
+	c.bodyTotal = 0
+	switch {
+	case r.Chunked():
+		c.body = bodyChunked
+		c.chunks.Reset()
+	case r.ContentLength() > 0:
+		c.body = bodyLength
+		c.bodyLen = http1.NewLengthBody(r.ContentLength())
+		if max := c.lcf.ClientMaxBodySize; max > 0 && r.ContentLength() > max {
+			c.keepAlive = false // the body is not read, so the connection cannot go on
+			c.respondStatus(413)
+			return false
+		}
+	default:
+		c.body = bodyNone
+	}
+	return true
+}
+
+// takeBody feeds request body bytes to the upstream exchange; what follows the body
+// is the next pipelined request and is kept.
+func (c *client) takeBody(data []byte) {
+	for len(data) > 0 && c.state == csBody {
+		switch c.body {
+		case bodyLength:
+			part := c.bodyLen.Take(data)
+			data = data[len(part):]
+			c.bodyTotal += int64(len(part))
+			c.ex.sendBody(part)
+			if c.bodyLen.Done() {
+				c.bodyDone()
+			}
+		case bodyChunked:
+			n, chunk, err := c.chunks.Decode(data)
+			if err != nil {
+				c.ex.abort()
+				c.keepAlive = false
+				c.failRequest(400)
+				return
+			}
+			c.bodyTotal += int64(len(chunk))
+			if max := c.lcf.ClientMaxBodySize; max > 0 && c.bodyTotal > max {
+				c.ex.abort()
+				c.keepAlive = false
+				c.failRequest(413)
+				return
+			}
+			c.ex.sendBody(data[:n])
+			data = data[n:]
+			if c.chunks.Done() {
+				c.bodyDone()
+			}
+		}
+	}
+	if len(data) > 0 {
+		c.keep(data)
+		c.paused = true
+		c.conn.PauseRead()
+	}
+}
+
+// bodyDone: the whole request is read and sent on.
+func (c *client) bodyDone() {
+	c.state = csWait
+	c.conn.SetTimeout(0)
+	c.ex.requestSent()
+}
+
+// failRequest answers an error for the current request if nothing of a response was
+// sent yet, else closes the connection (a truncated response must never look
+// complete).
+func (c *client) failRequest(status int) {
+	if c.status != 0 {
+		c.close()
+		return
+	}
+	c.respondStatus(status)
+}
+
+// finish ends the current request: the connection goes idle for the next one (or on
+// to a pipelined request) or closes.
+func (c *client) finish() {
+	pool := c.conn.Loop().Pool()
+	if c.uriBuf != nil {
+		pool.Put(c.uriBuf[:cap(c.uriBuf)])
+		c.uriBuf = nil
+	}
+	c.ex = nil
+	if !c.keepAlive || c.w.loop.Draining() {
+		c.close()
+		return
+	}
+	// Keep only what came after this request.
+	rest := 0
+	if c.headLen <= len(c.in) {
+		rest = copy(c.in, c.in[c.headLen:])
+	}
+	c.in, c.headLen = c.in[:rest], 0
+	c.req.Reset()
+	c.state = csHead
+	if rest == 0 {
+		// Idle: hold no buffer.
+		pool.Put(c.in[:cap(c.in)])
+		c.in = nil
+		c.conn.SetIdle(true)
+		c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
+	}
+	if c.paused {
+		c.paused = false
+		c.conn.ResumeRead()
+	}
+	if rest > 0 && !c.driving {
+		c.drive()
+	}
+}
+
+// close ends the connection after what is queued is sent.
+func (c *client) close() {
+	if c.state == csClosed {
+		return
+	}
+	c.state = csClosed
+	c.release()
+	c.conn.SetTimeout(c.lcf.ClientSendTimeout) // bound the final flush
+	c.conn.Close()
+}
+
+// release returns the connection's buffers to the pool.
+func (c *client) release() {
+	pool := c.conn.Loop().Pool()
+	if c.in != nil {
+		pool.Put(c.in[:cap(c.in)])
+		c.in = nil
+	}
+	if c.uriBuf != nil {
+		pool.Put(c.uriBuf[:cap(c.uriBuf)])
+		c.uriBuf = nil
+	}
+}
+
+func (c *client) onWriteBlocked() {
+	c.conn.SetTimeout(c.lcf.ClientSendTimeout)
+	if c.ex != nil {
+		c.ex.clientBlocked()
+	}
+}
+
+func (c *client) onWritable() {
+	if c.state == csHead || c.state == csWait || c.state == csTunnel {
+		c.conn.SetTimeout(0)
+	}
+	if c.ex != nil {
+		c.ex.clientWritable()
+	}
+}
+
+func (c *client) onTimeout() {
+	switch c.state {
+	case csHead:
+		if len(c.in) > 0 {
+			// nginx answers 408 to a head that does not arrive in time.
+			c.keepAlive = false
+			c.begin()
+			c.respondStatus(408)
+			return
+		}
+		c.close() // an idle keep-alive connection timed out
+	case csBody:
+		c.ex.abort()
+		c.keepAlive = false
+		c.failRequest(408)
+	case csTunnel:
+		c.ex.abort()
+		c.close()
+	default:
+		// send_timeout: the client stopped reading.
+		if c.ex != nil {
+			c.ex.abort()
+		}
+		c.state = csClosed
+		c.release()
+		c.conn.Close()
+		c.conn.Close() // a second Close drops what is queued
+	}
+}
+
+func (c *client) onClose(err error) {
+	if c.ex != nil {
+		c.ex.clientGone()
+		c.ex = nil
+	}
+	c.state = csClosed
+	c.release()
+}

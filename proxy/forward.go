@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// appendUpstreamHead builds the request head sent upstream, nginx's rules: the URI
+// per proxy_pass, proxy_set_header fields (nginx's defaults Host $proxy_host and
+// Connection close included), then the client's fields except hop-by-hop ones and
+// those proxy_set_header names, then the body framing.
+func (ex *exchange) appendUpstreamHead(h []byte) []byte {
+	c := ex.c
+	r := &c.req
+	lcf := c.lcf
+	if c.internalGET && !c.isHEAD() {
+		h = append(h, "GET"...)
+	} else {
+		h = append(h, r.Method()...)
+	}
+	h = append(h, ' ')
+	h = c.appendUpstreamURI(h)
+	if lcf.HTTPMinor == 1 {
+		h = append(h, " HTTP/1.1\r\n"...)
+	} else {
+		h = append(h, " HTTP/1.0\r\n"...)
+	}
+	ex.upgrade, ex.connClose = false, lcf.HTTPMinor == 0
+	for i := range lcf.SetHeaders {
+		s := &lcf.SetHeaders[i]
+		mark := len(h)
+		h = append(h, s.Name...)
+		h = append(h, ": "...)
+		valueStart := len(h)
+		h = s.Value.Append(h, c)
+		if len(h) == valueStart {
+			h = h[:mark] // an empty value sends nothing (and hides the client's field)
+			continue
+		}
+		value := h[valueStart:]
+		switch {
+		case equalFold(s.Name, "upgrade"):
+			ex.upgrade = r.Upgrade()
+		case equalFold(s.Name, "connection"):
+			ex.connClose = containsToken(value, "close")
+		}
+		h = append(h, "\r\n"...)
+	}
+	for i := 0; i < r.Headers.Len(); i++ {
+		name := r.Headers.Name(i)
+		if r.Headers.IsHopByHop(i) || equalFoldBytes(name, "content-length") || equalFoldBytes(name, "expect") || lcf.setsHeader(name) {
+			continue
+		}
+		h = append(h, name...)
+		h = append(h, ": "...)
+		h = append(h, r.Headers.Value(i)...)
+		h = append(h, "\r\n"...)
+	}
+	if !c.internalGET {
+		switch c.body {
+		case bodyLength:
+			h = append(h, "Content-Length: "...)
+			h = strconv.AppendInt(h, r.ContentLength(), 10)
+			h = append(h, "\r\n"...)
+		case bodyChunked:
+			h = append(h, "Transfer-Encoding: chunked\r\n"...)
+		}
+	}
+	return append(h, "\r\n"...)
+}
+
+// appendUpstreamURI is the request-target sent upstream. With a URI part in
+// proxy_pass, the part of $uri that matched the location is replaced by it; without
+// one the client's URI goes as received, or $uri after an internal redirect.
+func (c *client) appendUpstreamURI(h []byte) []byte {
+	pass := c.lcf.Pass
+	query, hasQuery := c.req.Query()
+	if c.redirects > 0 {
+		hasQuery = false // an error_page target carries no arguments of the original
+	}
+	switch {
+	case pass.HasURI && c.loc != nil && c.loc.Kind == conf.LocExact:
+		h = append(h, pass.URI...) // location = /a: the whole URI is the matched part
+	case pass.HasURI && c.prefix != "":
+		h = append(h, pass.URI...)
+		h = append(h, c.uriBuf[len(c.prefix):]...)
+	case c.redirects > 0:
+		h = append(h, c.uriBuf...)
+	default:
+		h = append(h, c.req.Path()...)
+	}
+	if hasQuery {
+		h = append(h, '?')
+		h = append(h, query...)
+	}
+	return h
+}
+
+// setsHeader reports whether proxy_set_header names the field (so the client's own
+// field is not passed).
+func (lc *LocConf) setsHeader(name []byte) bool {
+	for i := range lc.SetHeaders {
+		if equalFoldBytes(name, lc.SetHeaders[i].Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool { return equalFoldBytes([]byte(a), b) }
+
+// equalFoldBytes compares ASCII case-insensitively without allocating.
+func equalFoldBytes(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// containsToken reports whether a comma-separated list holds token (any case).
+func containsToken(list []byte, token string) bool {
+	for len(list) > 0 {
+		item := list
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			item, list = list[:i], list[i+1:]
+		} else {
+			list = nil
+		}
+		if equalFoldBytes(bytes.TrimSpace(item), token) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,257 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// statusText is nginx's reason phrases.
+var statusText = map[int]string{
+	100: "Continue", 101: "Switching Protocols",
+	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
+	301: "Moved Permanently", 302: "Moved Temporarily", 303: "See Other", 304: "Not Modified",
+	307: "Temporary Redirect", 308: "Permanent Redirect",
+	400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+	405: "Not Allowed", 406: "Not Acceptable", 408: "Request Time-out", 409: "Conflict", 410: "Gone",
+	411: "Length Required", 412: "Precondition Failed", 413: "Request Entity Too Large",
+	414: "Request-URI Too Large", 415: "Unsupported Media Type", 416: "Requested Range Not Satisfiable",
+	421: "Misdirected Request", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+	494: "Request Header Or Cookie Too Large",
+	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Temporarily Unavailable",
+	504: "Gateway Time-out", 505: "HTTP Version Not Supported", 507: "Insufficient Storage",
+}
+
+func reason(code int) string {
+	if s, ok := statusText[code]; ok {
+		return s
+	}
+	return ""
+}
+
+// isRedirect is the codes return treats as "code URL".
+func isRedirect(code int) bool {
+	return code == 301 || code == 302 || code == 303 || code == 307 || code == 308
+}
+
+// addHeaderApplies is nginx's list of statuses add_header acts on without "always".
+func addHeaderApplies(code int) bool {
+	switch code {
+	case 200, 201, 204, 206, 301, 302, 303, 304, 307, 308:
+		return true
+	}
+	return false
+}
+
+// respondStatus answers with the proxy's own page for code, or the error_page the
+// location maps it to.
+func (c *client) respondStatus(code int) {
+	if c.errorPage(code) {
+		return
+	}
+	c.respond(code, "text/html", c.appendErrorPage(nil, code), nil)
+}
+
+// appendErrorPage is nginx's built-in page for a status.
+func (c *client) appendErrorPage(dst []byte, code int) []byte {
+	if code < 300 {
+		return dst
+	}
+	title := strconv.Itoa(code) + " " + reason(code)
+	dst = append(dst, "<html>\r\n<head><title>"...)
+	dst = append(dst, title...)
+	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
+	dst = append(dst, title...)
+	dst = append(dst, "</h1></center>\r\n<hr><center>"...)
+	dst = append(dst, c.serverToken()...)
+	return append(dst, "</center>\r\n</body>\r\n</html>\r\n"...)
+}
+
+func (c *client) serverToken() string {
+	if c.lcf.ServerTokens {
+		return "numaproxy/" + Version
+	}
+	return "numaproxy"
+}
+
+// respondReturn carries out a return directive.
+func (c *client) respondReturn(r *Return) {
+	code := r.Code
+	if r.Text == nil {
+		if code >= 300 && c.errorPage(code) {
+			return
+		}
+		c.respond(code, "text/html", c.appendErrorPage(nil, code), nil)
+		return
+	}
+	text := r.Text.Append(nil, c)
+	if isRedirect(code) {
+		if c.errorPage(code) {
+			return
+		}
+		c.respond(code, "text/html", c.appendErrorPage(nil, code), text)
+		return
+	}
+	if code >= 300 && c.errorPage(code) {
+		return
+	}
+	c.respond(code, "text/plain", text, nil)
+}
+
+// respondAutoRedirect is nginx's 301 from "/dir" to "/dir/" for a proxied prefix
+// location.
+func (c *client) respondAutoRedirect() {
+	loc := append([]byte(nil), c.uriBuf...)
+	loc = append(loc, '/')
+	if q, ok := c.req.Query(); ok {
+		loc = append(append(loc, '?'), q...)
+	}
+	c.respond(301, "text/html", c.appendErrorPage(nil, 301), loc)
+}
+
+// errorPage applies the location's error_page for code: an internal redirect, a
+// named location or a redirect to a URL. It reports whether it took the request.
+// As nginx with recursive_error_pages off, only the first error is redirected.
+func (c *client) errorPage(code int) bool {
+	if c.redirects > 0 || c.srv == nil {
+		return false
+	}
+	for _, ep := range c.lcf.ErrorPages {
+		if ep.Code != code {
+			continue
+		}
+		c.redirects++
+		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
+			status := 302
+			if isRedirect(ep.Status) {
+				status = ep.Status
+			}
+			c.respond(status, "text/html", c.appendErrorPage(nil, status), []byte(ep.Target))
+			return true
+		}
+		switch ep.Status {
+		case 0:
+			c.forceStatus = code
+		case -1:
+			c.forceStatus = 0 // the target's own status
+		default:
+			c.forceStatus = ep.Status
+		}
+		c.internalGET = true
+		if c.body != bodyNone {
+			// The body was not read: the connection cannot carry another request.
+			c.keepAlive = false
+		}
+		if strings.HasPrefix(ep.Target, "@") {
+			loc := c.snap.Routes.Locations(c.srv).Named(ep.Target)
+			if loc == nil {
+				c.respond(500, "text/html", c.appendErrorPage(nil, 500), nil)
+				return true
+			}
+			c.loc, c.prefix, c.lcf = loc, "", locationConf(loc)
+			c.serveLocation()
+			return true
+		}
+		target := ep.Target
+		if i := strings.IndexByte(target, '?'); i >= 0 {
+			target = target[:i]
+		}
+		c.uriBuf = append(c.uriBuf[:0], target...)
+		c.route()
+		return true
+	}
+	return false
+}
+
+// respond sends a complete local response: status, headers, body; location is the
+// Location header for redirects (nil for none).
+func (c *client) respond(code int, contentType string, body, location []byte) {
+	if c.forceStatus != 0 {
+		code = c.forceStatus
+	}
+	if c.bodyUnread() {
+		c.keepAlive = false // the rest of the body would be read as the next request
+	}
+	c.status = code
+	now := time.Now()
+	head := c.w.scratch[:0]
+	head = append(head, "HTTP/1.1 "...)
+	head = strconv.AppendInt(head, int64(code), 10)
+	head = append(head, ' ')
+	head = append(head, reason(code)...)
+	head = append(head, "\r\nServer: "...)
+	head = append(head, c.serverToken()...)
+	head = append(head, "\r\n"...)
+	head = append(head, c.w.dateHeader(now)...)
+	noBody := code == 204 || code == 304 || (code >= 100 && code < 200)
+	if !noBody {
+		head = append(head, "Content-Type: "...)
+		head = append(head, contentType...)
+		head = append(head, "\r\nContent-Length: "...)
+		head = strconv.AppendInt(head, int64(len(body)), 10)
+		head = append(head, "\r\n"...)
+	}
+	if location != nil {
+		head = append(head, "Location: "...)
+		head = append(head, location...)
+		head = append(head, "\r\n"...)
+	}
+	head = c.appendConnection(head)
+	head = c.appendAddHeaders(head, code)
+	head = append(head, "\r\n"...)
+	sendBody := !noBody && !c.isHEAD()
+	if sendBody {
+		head = append(head, body...)
+		c.bodySent = int64(len(body))
+	}
+	c.w.scratch = head[:0]
+	c.conn.Write(head)
+	c.finish()
+}
+
+// bodyUnread reports a request body that was announced but not (wholly) read.
+func (c *client) bodyUnread() bool {
+	if c.state == csBody {
+		return true
+	}
+	return c.body == bodyNone && (c.req.Chunked() || c.req.ContentLength() > 0)
+}
+
+func (c *client) isHEAD() bool { return string(c.req.Method()) == "HEAD" }
+
+// appendConnection adds the Connection header (and Keep-Alive: timeout=N when
+// keepalive_timeout has a second value).
+func (c *client) appendConnection(head []byte) []byte {
+	if !c.keepAlive || c.w.loop.Draining() {
+		c.keepAlive = false
+		return append(head, "Connection: close\r\n"...)
+	}
+	head = append(head, "Connection: keep-alive\r\n"...)
+	if kh := c.srvConf.KeepaliveHeader; kh > 0 {
+		head = append(head, "Keep-Alive: timeout="...)
+		head = strconv.AppendInt(head, int64(kh/time.Second), 10)
+		head = append(head, "\r\n"...)
+	}
+	return head
+}
+
+// appendAddHeaders adds the location's add_header fields that apply to code.
+func (c *client) appendAddHeaders(head []byte, code int) []byte {
+	for i := range c.lcf.AddHeaders {
+		h := &c.lcf.AddHeaders[i]
+		if !h.Always && !addHeaderApplies(code) {
+			continue
+		}
+		mark := len(head)
+		head = append(head, h.Name...)
+		head = append(head, ": "...)
+		valueStart := len(head)
+		head = h.Value.Append(head, c)
+		if len(head) == valueStart {
+			head = head[:mark] // an empty value adds nothing, as in nginx
+			continue
+		}
+		head = append(head, "\r\n"...)
+	}
+	return head
+}

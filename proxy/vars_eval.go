@@ -1,0 +1,218 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// AppendVar evaluates one variable for the client's current request into dst. It
+// is the single place variables get their values (nginx's variables, plus
+// $numa_node, $worker_cpu and $incoming_cpu).
+func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
+	r := &c.req
+	switch id {
+	case VarHost:
+		// nginx: the Host header without port, lower-cased, else the server name.
+		if h := r.Host(); len(h) > 0 {
+			return appendLowerHost(dst, h)
+		}
+		return append(dst, c.serverName()...)
+	case VarHTTP:
+		return append(dst, c.headerValue(param)...)
+	case VarCookie:
+		return append(dst, cookieValue(c.headerValue("cookie"), param)...)
+	case VarArg:
+		q, _ := r.Query()
+		return append(dst, argValue(q, param)...)
+	case VarRemoteAddr:
+		return c.remote.Addr().AppendTo(dst)
+	case VarRemotePort:
+		return strconv.AppendUint(dst, uint64(c.remote.Port()), 10)
+	case VarServerAddr:
+		return c.local.Addr().AppendTo(dst)
+	case VarServerPort:
+		return strconv.AppendUint(dst, uint64(c.local.Port()), 10)
+	case VarServerName:
+		return append(dst, c.serverName()...)
+	case VarServerProtocol:
+		if r.ProtoMinor() == 1 {
+			return append(dst, "HTTP/1.1"...)
+		}
+		return append(dst, "HTTP/1.0"...)
+	case VarScheme:
+		return append(dst, "http"...)
+	case VarRequest:
+		if c.headLen > 0 && c.headLen <= len(c.in) {
+			line := c.in[:c.headLen]
+			if i := bytes.IndexByte(line, '\n'); i >= 0 {
+				line = bytes.TrimRight(line[:i], "\r")
+			}
+			return append(dst, line...)
+		}
+		return dst
+	case VarRequestMethod:
+		return append(dst, r.Method()...)
+	case VarRequestURI:
+		return append(dst, r.Target()...)
+	case VarURI:
+		return append(dst, c.uriBuf...)
+	case VarArgs:
+		q, _ := r.Query()
+		return append(dst, q...)
+	case VarIsArgs:
+		if _, ok := r.Query(); ok {
+			return append(dst, '?')
+		}
+		return dst
+	case VarContentLength:
+		return append(dst, c.headerValue("content-length")...)
+	case VarContentType:
+		return append(dst, c.headerValue("content-type")...)
+	case VarProxyHost:
+		if c.lcf.Pass != nil {
+			host := c.lcf.Pass.Host
+			if len(host) > 3 && host[len(host)-3:] == ":80" {
+				host = host[:len(host)-3]
+			}
+			return append(dst, host...)
+		}
+		return dst
+	case VarProxyAddXForwardedFor:
+		if xff := c.headerValue("x-forwarded-for"); len(xff) > 0 {
+			dst = append(dst, xff...)
+			dst = append(dst, ", "...)
+		}
+		return c.remote.Addr().AppendTo(dst)
+	case VarUpstreamAddr:
+		if c.ex != nil && c.ex.peer != nil {
+			return c.ex.peer.Addr.AppendTo(dst)
+		}
+		return dst
+	case VarUpstreamStatus:
+		if c.ex != nil && c.ex.status != 0 {
+			return strconv.AppendInt(dst, int64(c.ex.status), 10)
+		}
+		return dst
+	case VarUpstreamResponseTime:
+		if c.ex != nil && c.ex.status != 0 {
+			return appendSeconds(dst, c.ex.responseTime)
+		}
+		return dst
+	case VarStatus:
+		return strconv.AppendInt(dst, int64(c.status), 10)
+	case VarBodyBytesSent:
+		return strconv.AppendInt(dst, c.bodySent, 10)
+	case VarRequestTime:
+		return appendSeconds(dst, time.Since(c.started))
+	case VarTimeLocal:
+		return time.Now().AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
+	case VarTimeISO8601:
+		return time.Now().AppendFormat(dst, "2006-01-02T15:04:05-07:00")
+	case VarMsec:
+		now := time.Now()
+		dst = strconv.AppendInt(dst, now.Unix(), 10)
+		dst = append(dst, '.')
+		ms := now.Nanosecond() / 1e6
+		return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	case VarConnection:
+		return strconv.AppendUint(dst, c.id, 10)
+	case VarConnectionRequests:
+		return strconv.AppendInt(dst, int64(c.requests), 10)
+	case VarHostname:
+		return append(dst, c.w.hostname...)
+	case VarNumaNode:
+		return strconv.AppendInt(dst, int64(c.w.numaNode), 10)
+	case VarWorkerCPU:
+		return strconv.AppendInt(dst, int64(c.w.loop.CPU()), 10)
+	case VarIncomingCPU:
+		cpu, err := unix.GetsockoptInt(c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+		if err != nil {
+			return append(dst, '-')
+		}
+		return strconv.AppendInt(dst, int64(cpu), 10)
+	}
+	return dst
+}
+
+// serverName is $server_name: the first name of the server that took the request.
+func (c *client) serverName() string {
+	if c.srv == nil || len(c.srv.Names) == 0 {
+		return ""
+	}
+	return c.srv.Names[0].Name
+}
+
+// headerValue is the first request field called name (lower-case, dashes).
+func (c *client) headerValue(name string) []byte {
+	v, _ := c.req.Headers.Get(name)
+	return v
+}
+
+// appendLowerHost appends host without its port, lower-cased.
+func appendLowerHost(dst, host []byte) []byte {
+	end := len(host)
+	if len(host) > 0 && host[0] == '[' {
+		if i := bytes.IndexByte(host, ']'); i >= 0 {
+			end = i + 1
+		}
+	} else if i := bytes.LastIndexByte(host, ':'); i >= 0 {
+		end = i
+	}
+	for _, ch := range host[:end] {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}
+
+// argValue finds name=value in a query string (names compare case-insensitively, as
+// nginx's $arg_).
+func argValue(q []byte, name string) []byte {
+	for len(q) > 0 {
+		pair := q
+		if i := bytes.IndexByte(q, '&'); i >= 0 {
+			pair, q = q[:i], q[i+1:]
+		} else {
+			q = nil
+		}
+		k, v := pair, []byte(nil)
+		if i := bytes.IndexByte(pair, '='); i >= 0 {
+			k, v = pair[:i], pair[i+1:]
+		}
+		if equalFoldBytes(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// cookieValue finds a cookie in a Cookie header ("a=1; b=2").
+func cookieValue(h []byte, name string) []byte {
+	for len(h) > 0 {
+		item := h
+		if i := bytes.IndexByte(h, ';'); i >= 0 {
+			item, h = h[:i], h[i+1:]
+		} else {
+			h = nil
+		}
+		item = bytes.TrimSpace(item)
+		if i := bytes.IndexByte(item, '='); i >= 0 && string(item[:i]) == name {
+			return item[i+1:]
+		}
+	}
+	return nil
+}
+
+// appendSeconds formats d as nginx's seconds with milliseconds: "0.042".
+func appendSeconds(dst []byte, d time.Duration) []byte {
+	ms := d.Milliseconds()
+	dst = strconv.AppendInt(dst, ms/1000, 10)
+	dst = append(dst, '.')
+	frac := ms % 1000
+	return append(dst, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
