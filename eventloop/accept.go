@@ -11,6 +11,12 @@ import (
 // this loop closes or AcceptRetry passes, whichever comes first.
 func (l *Loop) acceptEvent(ln *Listener) {
 	for !ln.closed && !ln.paused {
+		if max := l.cfg.MaxConns; max > 0 && l.openConns.Load() >= int64(max) {
+			// Like nginx's "worker_connections are not enough": leave the rest in
+			// the accept queue (another loop may take them) until a connection closes.
+			l.pauseAccept(ln, ErrTooManyConns)
+			return
+		}
 		fd, sa, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
 			switch err {

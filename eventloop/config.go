@@ -27,6 +27,10 @@ type Config struct {
 	WriteHighWater int
 	// WriteLowWater is the queued output at or below which OnWritable runs; default 64 KiB.
 	WriteLowWater int
+	// MaxConns bounds the connections (accepted and dialled) the loop keeps open,
+	// nginx's worker_connections: at the bound the loop stops accepting until one
+	// closes. 0 means no bound.
+	MaxConns int
 	// AcceptRetry is how long a listener stays unpolled after accept failed
 	// for lack of fds or memory, unless a connection of the loop closes first;
 	// default 100ms.

@@ -8,6 +8,8 @@ import (
 var (
 	// ErrClosed is returned by operations on a closed connection.
 	ErrClosed = errors.New("eventloop: connection closed")
+	// ErrTooManyConns is why a loop at Config.MaxConns stopped accepting.
+	ErrTooManyConns = errors.New("eventloop: worker_connections are not enough")
 	// ErrLoopClosed is returned when a task is sent to a loop that has exited.
 	ErrLoopClosed = errors.New("eventloop: loop closed")
 	// ErrStopped is the OnClose error of connections closed by Stop.

@@ -65,7 +65,7 @@ func startServer(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*ser
 	s := &server{addrs: map[netip.AddrPort]bool{}, log: log}
 	for _, cpu := range cpus {
 		w := proxy.NewWorker(snap, log, 0)
-		l, err := eventloop.New(eventloop.Config{CPU: cpu, Handler: w, Logger: log})
+		l, err := eventloop.New(eventloop.Config{CPU: cpu, Handler: w, Logger: log, MaxConns: cfg.Events.WorkerConnections})
 		if err != nil {
 			s.stop()
 			return nil, err
