@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		accel = os.Getenv("NUMAPROXY_VM_ACCEL")
 	}
 	if accel == "" {
-		accel = probeAccel(ctx)
+		accel = probeAccel(context.WithoutCancel(ctx))
 	}
 	if accel != "tcg" && accel != "kvm" {
 		return Result{}, fmt.Errorf("accelerator %q: want tcg or kvm", accel)
@@ -434,7 +434,8 @@ var (
 
 // probeAccel picks KVM when /dev/kvm opens and a probe boot with it powers off
 // cleanly (some hosts' /dev/kvm, such as PVM, cannot run a stock kernel), else TCG.
-// The choice is made once per process.
+// The choice is made once per process, so the probe does not end with the
+// context of the Run that triggered it.
 func probeAccel(ctx context.Context) string {
 	accelOnce.Do(func() {
 		choice, reason := "kvm", "KVM probe boot succeeded"
