@@ -14,6 +14,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/server"
 )
 
 // instance is one running numaproxy process.
@@ -22,7 +23,7 @@ type instance struct {
 	load   func() (*conf.Config, error)
 	elog   *errorlog.Log
 	log    *slog.Logger
-	server *server
+	server *server.Server
 }
 
 // runInstance runs in the foreground until a stop signal; it returns the exit status.
@@ -52,7 +53,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		return 1
 	}
-	in.server, err = startServer(cfg, snap, in.log)
+	in.server, err = server.Start(cfg, snap, in.log)
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		return 1
@@ -62,7 +63,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGINT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 	defer signal.Stop(signals)
-	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.loops))
+	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
 
 	for sig := range signals {
 		s := sig.(syscall.Signal)
@@ -80,12 +81,12 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			}
 		case syscall.SIGQUIT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", shutting down gracefully")
-			in.server.drain(in.cfg.Main.WorkerShutdownTimeout)
+			in.server.Drain(in.cfg.Main.WorkerShutdownTimeout)
 			in.log.Log(nil, errorlog.LevelNotice, "exiting")
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", exiting")
-			in.server.stop()
+			in.server.Stop()
 			return 0
 		default:
 			in.log.Log(nil, errorlog.LevelNotice, what+", ignored: binary upgrade is not supported yet")
@@ -121,7 +122,7 @@ func (in *instance) reload() {
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
 		return
 	}
-	if err := in.server.reload(cfg, snap); err != nil {
+	if err := in.server.Reload(cfg, snap); err != nil {
 		elog.Close()
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")

@@ -1,4 +1,7 @@
-package main
+// Package server assembles the running data path from a configuration snapshot: one
+// event loop per CPU, grouped by NUMA domain, each with its proxy worker, its own
+// listener on every address and its own buffer pool; reload, drain and stop.
+package server
 
 import (
 	"errors"
@@ -16,9 +19,9 @@ import (
 	"github.com/numaproxy/numaproxy/proxy"
 )
 
-// server is the running data path: one event loop per CPU, each with its proxy
+// Server is the running data path: one event loop per CPU, each with its proxy
 // worker and its own listener on every address.
-type server struct {
+type Server struct {
 	loops   []*eventloop.Loop
 	workers []*proxy.Worker
 	addrs   map[netip.AddrPort]bool
@@ -55,31 +58,31 @@ func loopCPUs(m conf.Main) ([]int, error) {
 	return cpus, nil
 }
 
-// startServer builds the loops and listeners of cfg and starts them.
-func startServer(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*server, error) {
+// Start builds the loops and listeners of cfg and starts them.
+func Start(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*Server, error) {
 	cpus, err := loopCPUs(cfg.Main)
 	if err != nil {
 		return nil, err
 	}
 	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
-	s := &server{addrs: map[netip.AddrPort]bool{}, log: log}
+	s := &Server{addrs: map[netip.AddrPort]bool{}, log: log}
 	for _, cpu := range cpus {
 		w := proxy.NewWorker(snap, log, 0)
 		l, err := eventloop.New(eventloop.Config{CPU: cpu, Handler: w, Logger: log, MaxConns: cfg.Events.WorkerConnections})
 		if err != nil {
-			s.stop()
+			s.Stop()
 			return nil, err
 		}
 		w.SetLoop(l)
 		s.loops, s.workers = append(s.loops, l), append(s.workers, w)
 	}
 	if err := s.listen(cfg, snap); err != nil {
-		s.stop()
+		s.Stop()
 		return nil, err
 	}
 	for _, l := range s.loops {
 		if err := l.Start(); err != nil {
-			s.stop()
+			s.Stop()
 			return nil, err
 		}
 	}
@@ -87,7 +90,7 @@ func startServer(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*ser
 }
 
 // listen opens, on every loop, a listener for each address of snap it lacks.
-func (s *server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
+func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 	for _, a := range snap.Routes.Addrs() {
 		if s.addrs[a.Addr] {
 			continue
@@ -120,8 +123,8 @@ func backlogOf(cfg *conf.Config, addr netip.AddrPort) int {
 	return 0
 }
 
-// reload switches every worker to snap and opens listeners for new addresses.
-func (s *server) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
+// Reload switches every worker to snap and opens listeners for new addresses.
+func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 	if err := s.listen(cfg, snap); err != nil {
 		return err
 	}
@@ -133,9 +136,9 @@ func (s *server) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 	return nil
 }
 
-// drain stops accepting, lets requests in flight finish and closes idle
+// Drain stops accepting, lets requests in flight finish and closes idle
 // connections; after timeout (0: none) what is left is closed.
-func (s *server) drain(timeout time.Duration) {
+func (s *Server) Drain(timeout time.Duration) {
 	deadline := time.Now().Add(100 * 365 * 24 * time.Hour)
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -148,15 +151,18 @@ func (s *server) drain(timeout time.Duration) {
 	s.wait()
 }
 
-// stop closes everything now.
-func (s *server) stop() {
+// Stop closes everything now.
+func (s *Server) Stop() {
 	for _, l := range s.loops {
 		l.Stop()
 	}
 	s.wait()
 }
 
-func (s *server) wait() {
+// Loops returns the server's loops.
+func (s *Server) Loops() []*eventloop.Loop { return s.loops }
+
+func (s *Server) wait() {
 	for _, l := range s.loops {
 		<-l.Done()
 	}
