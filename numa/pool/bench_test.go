@@ -1,11 +1,33 @@
 package pool_test
 
 import (
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/numa/pool"
 )
+
+// threadCPU reports CPU ns per op of the calling thread beside ns/op, which
+// on a loaded machine also counts time spent waiting for a CPU. Call it after
+// ResetTimer; the goroutine stays locked to its thread until the benchmark ends.
+func threadCPU(b *testing.B) {
+	runtime.LockOSThread()
+	start := threadTime(b)
+	b.Cleanup(func() {
+		b.ReportMetric(float64(threadTime(b)-start)/float64(b.N), "cpu-ns/op")
+	})
+}
+
+func threadTime(b *testing.B) int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
 
 // BenchmarkLocalGetPut is the loop's steady state: one buffer out and back.
 func BenchmarkLocalGetPut(b *testing.B) {
@@ -15,6 +37,7 @@ func BenchmarkLocalGetPut(b *testing.B) {
 	l.Put(l.Get(16 << 10)) // warm: the first Get maps a chunk
 	b.ReportAllocs()
 	b.ResetTimer()
+	threadCPU(b)
 	for range b.N {
 		buf := l.Get(16 << 10)
 		buf[0] = 1
@@ -37,6 +60,7 @@ func BenchmarkLocalGetPutBurst(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	threadCPU(b)
 	for range b.N / len(held) {
 		for i := range held {
 			held[i] = l.Get(16 << 10)
@@ -84,6 +108,7 @@ func BenchmarkHeapFallbackGetPut(b *testing.B) {
 	f.Put(f.Get(16 << 10))
 	b.ReportAllocs()
 	b.ResetTimer()
+	threadCPU(b)
 	for range b.N {
 		f.Put(f.Get(16 << 10))
 	}
@@ -95,7 +120,31 @@ func BenchmarkEventloopHeapPoolGetPut(b *testing.B) {
 	p.Put(p.Get(16 << 10))
 	b.ReportAllocs()
 	b.ResetTimer()
+	threadCPU(b)
 	for range b.N {
 		p.Put(p.Get(16 << 10))
 	}
+}
+
+// BenchmarkEventloopHeapPoolParallel shares the event loop's default pool the
+// way BenchmarkLocalGetPutParallel shares a Domain.
+func BenchmarkEventloopHeapPoolParallel(b *testing.B) {
+	p := eventloop.NewHeapPool()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var held [64][]byte
+		i := 0
+		for pb.Next() {
+			if held[i] != nil {
+				p.Put(held[i])
+			}
+			held[i] = p.Get(16 << 10)
+			i = (i + 1) % len(held)
+		}
+		for _, buf := range held {
+			if buf != nil {
+				p.Put(buf)
+			}
+		}
+	})
 }
