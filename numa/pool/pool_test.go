@@ -80,6 +80,21 @@ func onCPU(t testing.TB, cpu int, f func()) {
 	<-done
 }
 
+// firstCPU returns the first CPU this process may run on and its node.
+func firstCPU(t testing.TB) (cpu, node int) {
+	t.Helper()
+	allowed, err := numa.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := numa.ReadTopology(numa.DefaultSysfsRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu = allowed.CPUs()[0]
+	return cpu, topo.NodeOf(cpu)
+}
+
 // wantPagesOn checks with move_pages that every page of every buffer is on node.
 func wantPagesOn(t testing.TB, what string, bufs [][]byte, node int) {
 	t.Helper()
@@ -470,7 +485,8 @@ func TestFirstTouchFallbackWhenMbindFails(t *testing.T) {
 	l := newLocal(t, d)
 	defer l.Close()
 	var bufs [][]byte
-	onCPU(t, 0, func() { // the pinned loop thread touches first
+	cpu, node := firstCPU(t)
+	onCPU(t, cpu, func() { // the pinned loop thread touches first
 		for _, size := range []int{4 << 10, 16 << 10, 64 << 10} {
 			b := l.Get(size)
 			if pages, _ := mempolicy.PageNodes(b); !mempolicy.PageAbsent(pages[0]) {
@@ -480,7 +496,7 @@ func TestFirstTouchFallbackWhenMbindFails(t *testing.T) {
 			bufs = append(bufs, b)
 		}
 	})
-	wantPagesOn(t, "first touch from CPU 0", bufs, 0)
+	wantPagesOn(t, fmt.Sprintf("first touch from CPU %d", cpu), bufs, node)
 	for _, b := range bufs {
 		l.Put(b)
 	}
@@ -592,12 +608,13 @@ func TestConfigErrors(t *testing.T) {
 // read buffer borrow from a node-bound domain, with the loop thread's own
 // policy set by its start hook.
 func TestEventLoopBorrowsFromTheDomain(t *testing.T) {
-	d := newDomain(t, 0, 0, pool.Config{})
+	cpu, node := firstCPU(t)
+	d := newDomain(t, 0, node, pool.Config{})
 	l := newLocal(t, d)
 	policy := make(chan string, 1)
 	big := make([]byte, 8<<20)
 	loop, err := eventloop.New(eventloop.Config{
-		CPU:  0,
+		CPU:  cpu,
 		Pool: pool.NewHeapFallback(l),
 		OnStart: func(*eventloop.Loop) error {
 			if err := mempolicy.SetThreadPolicy(mempolicy.Bind, mempolicy.NewNodeMask(d.Node())); err != nil {
@@ -622,7 +639,7 @@ func TestEventLoopBorrowsFromTheDomain(t *testing.T) {
 	if err := loop.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if p := <-policy; p != "bind 0 <nil>" {
+	if p := <-policy; p != fmt.Sprintf("bind %d <nil>", node) {
 		t.Errorf("loop thread policy: %s", p)
 	}
 	c, err := dialTCP(ln.Addr().String())
