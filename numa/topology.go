@@ -17,6 +17,12 @@ const DefaultSysfsRoot = "/sys"
 type Node struct {
 	ID   int
 	CPUs CPUSet
+	// Distance[i] is the ACPI SLIT distance to the i-th online node (10 is local);
+	// nil when sysfs does not say.
+	Distance []int
+	// MemTotal is the node's memory in bytes; 0 when sysfs does not say (or the node
+	// has CPUs only).
+	MemTotal int64
 }
 
 // Topology lists the online NUMA nodes in ascending ID order.
@@ -48,7 +54,10 @@ func ReadTopology(root string) (*Topology, error) {
 		if err != nil {
 			return nil, fmt.Errorf("topology node %d: %w", id, err)
 		}
-		t.Nodes = append(t.Nodes, Node{ID: id, CPUs: cpus})
+		n := Node{ID: id, CPUs: cpus}
+		n.Distance = readDistances(filepath.Join(nodeDir, "node"+strconv.Itoa(id), "distance"))
+		n.MemTotal = readMemTotal(filepath.Join(nodeDir, "node"+strconv.Itoa(id), "meminfo"))
+		t.Nodes = append(t.Nodes, n)
 	}
 	if len(t.Nodes) == 0 {
 		return nil, fmt.Errorf("topology: no online node in %s", nodeDir)
@@ -85,4 +94,39 @@ func readCPUListFile(path string) (CPUSet, error) {
 		return CPUSet{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// readDistances reads a node's "distance" file: one number per online node.
+func readDistances(path string) []int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		d, err := strconv.Atoi(f)
+		if err != nil {
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// readMemTotal reads "Node N MemTotal: X kB" from a node's meminfo.
+func readMemTotal(path string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[2] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[3], 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

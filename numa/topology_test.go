@@ -4,10 +4,13 @@ import "testing"
 
 func TestReadTopologyFakeTwoNodes(t *testing.T) {
 	root := writeTree(t, map[string]string{
-		"devices/system/node/online":        "0-1\n",
-		"devices/system/node/node0/cpulist": "0-1,4\n",
-		"devices/system/node/node1/cpulist": "2-3,5\n",
-		"devices/system/node/node2/cpulist": "6\n", // offline: not listed in online
+		"devices/system/node/online":         "0-1\n",
+		"devices/system/node/node0/cpulist":  "0-1,4\n",
+		"devices/system/node/node1/cpulist":  "2-3,5\n",
+		"devices/system/node/node2/cpulist":  "6\n", // offline: not listed in online
+		"devices/system/node/node0/distance": "10 21\n",
+		"devices/system/node/node1/distance": "21 10\n",
+		"devices/system/node/node1/meminfo":  "Node 1 MemTotal:        1048576 kB\nNode 1 MemFree:          524288 kB\n",
 	})
 	top, err := ReadTopology(root)
 	if err != nil {
@@ -23,6 +26,12 @@ func TestReadTopologyFakeTwoNodes(t *testing.T) {
 	}
 	if got := top.CPUs().String(); got != "0-5" {
 		t.Errorf("CPUs = %s", got)
+	}
+	if d := top.Nodes[1].Distance; len(d) != 2 || d[0] != 21 || d[1] != 10 {
+		t.Errorf("node 1 distances = %v", d)
+	}
+	if top.Nodes[1].MemTotal != 1<<30 || top.Nodes[0].MemTotal != 0 {
+		t.Errorf("memory = %d, %d", top.Nodes[0].MemTotal, top.Nodes[1].MemTotal)
 	}
 }
 
