@@ -97,7 +97,7 @@ func runAll(ctx context.Context, tmp string, args []string, o options) int {
 		fmt.Println("numa-vm: nothing to run (no package's tests mention NUMAPROXY_IN_VM)")
 		return 0
 	}
-	fmt.Printf("numa-vm: built %d binaries in %v\n", len(targets), time.Since(buildStart).Round(100*time.Millisecond))
+	fmt.Printf("numa-vm: prepared %d binaries in %v\n", len(targets), time.Since(buildStart).Round(100*time.Millisecond))
 
 	cfg := vm.Config{
 		Nodes: o.nodes, CPUsPerNode: o.cpus, MemPerNodeMB: o.mem, Timeout: o.timeout,
