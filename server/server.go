@@ -9,72 +9,75 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/numa"
+	"github.com/numaproxy/numaproxy/numa/domains"
+	"github.com/numaproxy/numaproxy/numa/pool"
 	"github.com/numaproxy/numaproxy/proxy"
 )
 
 // Server is the running data path: one event loop per CPU, each with its proxy
 // worker and its own listener on every address.
 type Server struct {
+	plan    *domains.Plan
 	loops   []*eventloop.Loop
 	workers []*proxy.Worker
+	domain  []int          // domain of each loop
+	pools   []*pool.Domain // per domain, when the plan is enabled
+	locals  []*pool.Local  // per loop, when the plan is enabled
+	steer   *steering      // per-address BPF steering, when the plan is enabled
 	addrs   map[netip.AddrPort]bool
 	log     *slog.Logger
 }
 
-// loopCPUs is where the loops go: worker_cpu_affinity's CPUs, else one loop per CPU
-// the process may use (worker_processes auto) or N loops spread over those CPUs.
-func loopCPUs(m conf.Main) ([]int, error) {
-	allowed, err := numa.AllowedCPUs()
-	if err != nil {
-		return nil, err
-	}
-	arg := "auto"
-	if m.WorkerProcesses > 0 {
-		arg = strconv.Itoa(m.WorkerProcesses)
-	}
-	n, err := numa.WorkerCount(arg, allowed)
-	if err != nil {
-		return nil, err
-	}
-	if m.WorkerCPUAffinity.Args != nil {
-		sets, err := numa.ParseCPUAffinity(m.WorkerCPUAffinity.Args, n, allowed)
-		if err != nil {
-			return nil, err
-		}
-		return numa.FirstCPUs(sets), nil
-	}
-	all := allowed.CPUs()
-	cpus := make([]int, n)
-	for i := range cpus {
-		cpus[i] = all[i%len(all)]
-	}
-	return cpus, nil
+// Options are what tests may change about the machine the server sees.
+type Options struct {
+	SysfsRoot string // default numa.DefaultSysfsRoot
 }
 
 // Start builds the loops and listeners of cfg and starts them.
 func Start(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*Server, error) {
-	cpus, err := loopCPUs(cfg.Main)
+	return StartWith(cfg, snap, log, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Options) (*Server, error) {
+	if opts.SysfsRoot == "" {
+		opts.SysfsRoot = numa.DefaultSysfsRoot
+	}
+	allowed, err := numa.AllowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	topo, err := numa.ReadTopology(opts.SysfsRoot)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := domains.Resolve(domains.ConfigOf(cfg), topo, allowed)
+	if err != nil {
+		return nil, err
+	}
+	cpus, err := loopCPUs(cfg.Main, plan)
 	if err != nil {
 		return nil, err
 	}
 	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
-	s := &Server{addrs: map[netip.AddrPort]bool{}, log: log}
+	s := &Server{plan: plan, addrs: map[netip.AddrPort]bool{}, log: log}
+	if err := s.makePools(); err != nil {
+		return nil, err
+	}
 	for _, cpu := range cpus {
-		w := proxy.NewWorker(snap, log, 0)
-		l, err := eventloop.New(eventloop.Config{CPU: cpu, Handler: w, Logger: log, MaxConns: cfg.Events.WorkerConnections})
-		if err != nil {
+		if err := s.addLoop(cfg, snap, cpu); err != nil {
 			s.Stop()
 			return nil, err
 		}
-		w.SetLoop(l)
-		s.loops, s.workers = append(s.loops, l), append(s.workers, w)
+	}
+	if plan.Enabled {
+		s.steer = newSteering(plan, s, log)
 	}
 	if err := s.listen(cfg, snap); err != nil {
 		s.Stop()
@@ -86,7 +89,92 @@ func Start(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*Server, e
 			return nil, err
 		}
 	}
+	log.Log(nil, errorlog.LevelNotice, plan.String())
 	return s, nil
+}
+
+// makePools makes one node-bound buffer pool per domain; without NUMA the loops
+// keep the event loop's own heap pool.
+func (s *Server) makePools() error {
+	if !s.plan.Enabled {
+		return nil
+	}
+	for _, d := range s.plan.Domains {
+		p, err := pool.NewDomain(d.ID, d.Node, pool.Config{})
+		if err != nil {
+			return fmt.Errorf("buffer pool of domain %d: %w", d.ID, err)
+		}
+		if !p.Bound() {
+			s.log.Warn("buffer pool memory could not be bound to its node; pages go where the loop first touches them",
+				"domain", d.ID, "node", d.Node, "error", errString(p.BindErr()))
+		}
+		s.pools = append(s.pools, p)
+	}
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// addLoop makes the loop for cpu with its worker, pool and start hook.
+func (s *Server) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error {
+	dom := s.plan.DomainOf(cpu)
+	if dom < 0 {
+		dom = 0
+	}
+	w := proxy.NewWorker(snap, s.log, dom)
+	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections}
+	if s.plan.Enabled {
+		local, err := s.pools[dom].NewLocal()
+		if err != nil {
+			return err
+		}
+		s.locals = append(s.locals, local)
+		lc.Pool = pool.NewHeapFallback(local)
+		lc.OnStart = memoryPolicyHook(s.plan.Domains[dom].Node, s.log)
+	}
+	l, err := eventloop.New(lc)
+	if err != nil {
+		return err
+	}
+	w.SetLoop(l)
+	s.loops, s.workers, s.domain = append(s.loops, l), append(s.workers, w), append(s.domain, dom)
+	return nil
+}
+
+// loopCPUs is where the loops go: worker_cpu_affinity's CPUs, else one loop per CPU
+// of the plan (worker_processes auto) or N loops spread over the domains in turn.
+func loopCPUs(m conf.Main, plan *domains.Plan) ([]int, error) {
+	allowed := plan.CPUs()
+	n := m.WorkerProcesses
+	if n == 0 {
+		n = allowed.Count()
+	}
+	if m.WorkerCPUAffinity.Args != nil {
+		sets, err := numa.ParseCPUAffinity(m.WorkerCPUAffinity.Args, n, allowed)
+		if err != nil {
+			return nil, err
+		}
+		return numa.FirstCPUs(sets), nil
+	}
+	// Take the domains' CPUs in turn (d0c0, d1c0, d0c1, ...) so every domain gets loops.
+	var order []int
+	for i := 0; len(order) < allowed.Count(); i++ {
+		for _, d := range plan.Domains {
+			if cpus := d.CPUs.CPUs(); i < len(cpus) {
+				order = append(order, cpus[i])
+			}
+		}
+	}
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = order[i%len(order)]
+	}
+	return cpus, nil
 }
 
 // listen opens, on every loop, a listener for each address of snap it lacks.
@@ -96,7 +184,8 @@ func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 			continue
 		}
 		backlog := backlogOf(cfg, a.Addr)
-		for _, l := range s.loops {
+		var fds []listenerFD
+		for i, l := range s.loops {
 			ln, err := eventloop.ListenAddrPort(a.Addr, backlog)
 			if err != nil {
 				return fmt.Errorf("bind() to %s failed %s", a.Addr, errorlog.Errno(err))
@@ -105,6 +194,10 @@ func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 				ln.Close()
 				return err
 			}
+			fds = append(fds, listenerFD{fd: ln.Fd(), domain: s.domain[i], cpu: l.CPU()})
+		}
+		if s.steer != nil {
+			s.steer.add(a.Addr, fds)
 		}
 		s.addrs[a.Addr] = true
 	}
@@ -149,6 +242,7 @@ func (s *Server) Drain(timeout time.Duration) {
 		}
 	}
 	s.wait()
+	s.close()
 }
 
 // Stop closes everything now.
@@ -157,10 +251,40 @@ func (s *Server) Stop() {
 		l.Stop()
 	}
 	s.wait()
+	s.close()
+}
+
+// close releases what outlives the loops: the steering programs and the pools.
+func (s *Server) close() {
+	if s.steer != nil {
+		s.steer.logStats()
+		s.steer.close()
+		s.steer = nil
+	}
+	// The loops have exited: their free lists go back, then the arenas are unmapped.
+	for _, l := range s.locals {
+		l.Close()
+	}
+	for _, p := range s.pools {
+		if err := p.Close(); err != nil {
+			s.log.Error("closing a buffer pool: " + err.Error())
+		}
+	}
+	s.locals, s.pools = nil, nil
 }
 
 // Loops returns the server's loops.
 func (s *Server) Loops() []*eventloop.Loop { return s.loops }
+
+// Plan returns the NUMA domains the server runs with.
+func (s *Server) Plan() *domains.Plan { return s.plan }
+
+// LogStats writes the per-domain steering counters to the error log.
+func (s *Server) LogStats() {
+	if s.steer != nil {
+		s.steer.logStats()
+	}
+}
 
 func (s *Server) wait() {
 	for _, l := range s.loops {

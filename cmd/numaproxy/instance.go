@@ -74,6 +74,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			in.reload()
 		case syscall.SIGUSR1:
 			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
+			in.server.LogStats()
 			if err := in.elog.Reopen(); err != nil {
 				in.log.Error("reopening logs: " + err.Error())
 			} else {
