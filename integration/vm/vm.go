@@ -126,29 +126,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("accelerator %q: want tcg or kvm", accel)
 	}
 
-	tmp, err := os.MkdirTemp("", "numaproxy-vm-")
+	// The initramfs is an unlinked temporary file that QEMU reads through
+	// /dev/fd/5: nothing is left behind even if this process is killed.
+	initrd, err := os.CreateTemp("", "numaproxy-vm-initramfs-")
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(tmp)
-	initrd := filepath.Join(tmp, "initramfs.cpio")
+	os.Remove(initrd.Name())
+	defer initrd.Close()
 	progs := cfg.programs()
 	if err := writeInitramfs(initrd, busybox, kernel.Version, progs, &cfg); err != nil {
 		return Result{}, fmt.Errorf("initramfs: %w", err)
 	}
 
-	args := qemuArgs(&cfg, accel, vmlinux, initrd)
-	res, err := runQEMU(ctx, cfg, qemu, args, progs)
+	args := qemuArgs(&cfg, accel, vmlinux, "/dev/fd/5")
+	res, err := runQEMU(ctx, cfg, qemu, args, progs, initrd)
 	res.Accel = accel
 	return res, err
 }
 
-func writeInitramfs(dst, busybox, kversion string, progs []Program, cfg *Config) error {
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+func writeInitramfs(f *os.File, busybox, kversion string, progs []Program, cfg *Config) error {
 	w := bufio.NewWriterSize(f, 1<<20)
 	r := newInitramfs(w)
 	for _, d := range []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/proc", "/sys", "/dev", "/tmp", "/root", "/etc", "/run"} {
@@ -226,10 +223,7 @@ func writeInitramfs(dst, busybox, kversion string, progs []Program, cfg *Config)
 	if err := r.cw.Close(); err != nil {
 		return err
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return f.Close()
+	return w.Flush()
 }
 
 func qemuArgs(cfg *Config, accel, vmlinux, initrd string) []string {
@@ -258,7 +252,7 @@ func qemuArgs(cfg *Config, accel, vmlinux, initrd string) []string {
 	return args
 }
 
-func runQEMU(ctx context.Context, cfg Config, qemu string, args []string, progs []Program) (Result, error) {
+func runQEMU(ctx context.Context, cfg Config, qemu string, args []string, progs []Program, initrd *os.File) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	conR, conW, err := os.Pipe()
@@ -276,7 +270,7 @@ func runQEMU(ctx context.Context, cfg Config, qemu string, args []string, progs 
 	cmd := exec.CommandContext(ctx, qemu, args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	cmd.ExtraFiles = []*os.File{conW, outW}
+	cmd.ExtraFiles = []*os.File{conW, outW, initrd} // fds 3, 4, 5
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 10 * time.Second
 

@@ -63,6 +63,8 @@ func main() {
 		}
 		os.Exit(2)
 	}
+	// A reader that goes away (| head) must not kill us before the clean-up.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
