@@ -1,0 +1,18 @@
+package server
+
+import (
+	"io"
+	"sync"
+)
+
+// lockedWriter lets loops on several threads share one test log buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/numa"
+	"github.com/numaproxy/numaproxy/numa/domains"
+	steer "github.com/numaproxy/numaproxy/numa/steering"
+	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/upstream"
+)
+
+var registry = conf.MustRegistry(domains.Module, upstream.Module, proxy.Module)
+
+// inVM is set by the two-node QEMU harness (integration/vm): the real topology then
+// has node 0 = CPUs 0-1 and node 1 = CPUs 2-3.
+var inVM = os.Getenv("NUMAPROXY_IN_VM") == "1"
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServer starts a server in this process on src (with PORT replaced).
+func startServer(t *testing.T, src string) (*Server, string, *bytes.Buffer) {
+	t.Helper()
+	port := freePort(t)
+	src = strings.ReplaceAll(src, "PORT", strconv.Itoa(port))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.conf")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := conf.Load(conf.Options{Registry: registry, Prefix: dir, File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := proxy.NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := Start(cfg, snap, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s, "127.0.0.1:" + strconv.Itoa(port), logs
+}
+
+// askFrom sends n fresh-connection requests from a thread pinned to cpu and returns
+// the response bodies.
+func askFrom(t *testing.T, cpu int, addr string, n int) []string {
+	t.Helper()
+	type result struct {
+		bodies []string
+		err    error
+	}
+	done := make(chan result)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			done <- result{err: err}
+			return
+		}
+		var r result
+		for i := 0; i < n; i++ {
+			body, err := get(addr)
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.bodies = append(r.bodies, body)
+		}
+		done <- r
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.bodies
+}
+
+// get does one GET on a new connection and returns the body.
+func get(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"); err != nil {
+		return "", err
+	}
+	resp, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	head, body, ok := bytes.Cut(resp, []byte("\r\n\r\n"))
+	if !ok || !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) {
+		return "", fmt.Errorf("bad response %q", resp)
+	}
+	return string(body), nil
+}
+
+// domainCPUs returns one CPU of each of two domains, and the config line that
+// makes them: the real nodes in the VM, a split of this machine elsewhere.
+func domainCPUs(t *testing.T) (cpu0, cpu1 int, numaLine string) {
+	if inVM {
+		return 1, 3, "numa auto;"
+	}
+	allowed, err := numa.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := allowed.CPUs()
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs to simulate two domains")
+	}
+	return cpus[0], cpus[1], fmt.Sprintf("numa_domains %d %d;", cpus[0], cpus[1])
+}
+
+// TestConnectionsServedOnArrivalDomain is the point of numaproxy: a connection
+// whose SYN arrived on a CPU of domain d is served by a loop of domain d. Without
+// the BPF program about half cross, which shows the test can fail.
+func TestConnectionsServedOnArrivalDomain(t *testing.T) {
+	cpu0, cpu1, numaLine := domainCPUs(t)
+	s, addr, _ := startServer(t, numaLine+`
+worker_processes auto;
+events { }
+http { server { listen PORT; location / { return 200 "$numa_node $worker_cpu $incoming_cpu"; } } }`)
+	if !s.Plan().Enabled || s.steer == nil || len(s.steer.perAddr) != 1 {
+		t.Fatalf("steering not running: plan %s", s.Plan())
+	}
+	const n = 200
+	for want, cpu := range []int{cpu0, cpu1} {
+		wrong := 0
+		for _, body := range askFrom(t, cpu, addr, n) {
+			if f := strings.Fields(body); len(f) != 3 || f[0] != strconv.Itoa(want) {
+				wrong++
+			}
+		}
+		t.Logf("clients on CPU %d: %d/%d served by domain %d", cpu, n-wrong, n, want)
+		if wrong != 0 {
+			t.Errorf("clients on CPU %d: %d of %d served outside domain %d", cpu, wrong, n, want)
+		}
+	}
+	// Detach the program: the kernel's hash spreads connections over both domains.
+	for _, l := range s.Loops() {
+		for _, ln := range l.Listeners() {
+			if err := steer.Detach(ln.Fd()); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		break
+	}
+	crossed := 0
+	for _, body := range askFrom(t, cpu0, addr, n) {
+		if !strings.HasPrefix(body, "0 ") {
+			crossed++
+		}
+	}
+	t.Logf("without the program: %d/%d from CPU %d crossed to another domain", crossed, n, cpu0)
+	if crossed < n/5 || crossed > n*4/5 {
+		t.Errorf("without the program %d of %d crossed; expected about half", crossed, n)
+	}
+}
+
+// TestDomainWithoutListenerFallsBack: with a loop only in domain 0, clients arriving
+// on domain 1 are still served (the kernel's hash), and the stats count it.
+func TestDomainWithoutListenerFallsBack(t *testing.T) {
+	cpu0, cpu1, numaLine := domainCPUs(t)
+	mask := make([]byte, cpu0+1)
+	for i := range mask {
+		mask[i] = '0'
+	}
+	mask[0] = '1' // binary mask, rightmost digit CPU 0: the leftmost digit is cpu0
+	s, addr, _ := startServer(t, numaLine+`
+worker_processes 1;
+worker_cpu_affinity `+string(mask)+`;
+events { }
+http { server { listen PORT; location / { return 200 "$numa_node"; } } }`)
+	for _, body := range askFrom(t, cpu1, addr, 50) {
+		if body != "0" {
+			t.Fatalf("served by domain %q; only domain 0 has a loop", body)
+		}
+	}
+	var fallback uint64
+	for _, st := range s.steer.perAddr {
+		stats, err := st.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range stats {
+			fallback += d.Fallback
+		}
+	}
+	t.Logf("fallback count: %d", fallback)
+	if fallback < 50 {
+		t.Fatalf("stats count %d fallbacks, want 50", fallback)
+	}
+}
+
+// TestPoolsReturnEverything: after a burst of requests the node-bound pools have
+// every buffer back: no leak per request or per connection.
+func TestPoolsReturnEverything(t *testing.T) {
+	_, _, numaLine := domainCPUs(t)
+	s, addr, _ := startServer(t, numaLine+`
+worker_processes auto;
+events { }
+http { server { listen PORT; location / { return 200 "ok"; } } }`)
+	for i := 0; i < 100; i++ {
+		if _, err := get(addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		inUse := int64(0)
+		for _, p := range s.pools {
+			for _, c := range p.Stats().Classes {
+				inUse += c.InUse
+			}
+		}
+		// Each loop keeps its read buffer; nothing else may be out.
+		if inUse <= int64(len(s.loops)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d buffers still in use after the connections closed", inUse)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, p := range s.pools {
+		if !p.Bound() {
+			t.Errorf("pool of domain %d not bound to node %d: %v", p.ID(), p.Node(), p.BindErr())
+		}
+	}
+}
