@@ -157,7 +157,11 @@ func (c *client) drive() {
 		var pe *http1.ParseError
 		if errors.As(err, &pe) {
 			c.keepAlive = false
-			c.respondStatus(pe.Status)
+			status := pe.Status
+			if status == 400 && pe.Reason == reason(statusHeaderTooLarge) {
+				status = statusHeaderTooLarge
+			}
+			c.respondStatus(status)
 			return
 		}
 		c.headLen = n

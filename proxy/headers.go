@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,8 +59,16 @@ func (ex *exchange) writeResponseHead() {
 		}
 		h = append(h, name...)
 		h = append(h, ": "...)
-		if equalFoldBytes(name, "location") || equalFoldBytes(name, "refresh") {
-			h = c.appendRedirected(h, value)
+		if isLoc := equalFoldBytes(name, "location"); isLoc || equalFoldBytes(name, "refresh") {
+			mark := len(h)
+			var rewritten bool
+			h, rewritten = c.appendRedirected(h, value)
+			if end := len(h); isLoc && rewritten {
+				// As nginx: a Location proxy_redirect rewrote to a path is made absolute.
+				if h = c.appendAbsolute(h, h[mark:end]); len(h) > end {
+					rotateRight(h[mark:], len(h)-end) // the prefix goes before the path
+				}
+			}
 		} else {
 			h = append(h, value...)
 		}
@@ -143,7 +152,7 @@ func (lc *LocConf) hides(name []byte) bool {
 // rule whose text starts the value replaces it. "default" maps the proxy_pass URL to
 // the location: http://backend/x/ in location /a/ becomes /a/, and without a URI part
 // http://backend/ becomes /.
-func (c *client) appendRedirected(h, value []byte) []byte {
+func (c *client) appendRedirected(h, value []byte) ([]byte, bool) {
 	lcf := c.lcf
 	if lcf.Pass != nil && lcf.redirectDefault && c.loc != nil &&
 		(c.loc.Kind == conf.LocPrefix || c.loc.Kind == conf.LocPrefixNoRegex || c.loc.Kind == conf.LocExact) {
@@ -152,15 +161,22 @@ func (c *client) appendRedirected(h, value []byte) []byte {
 			from, to = lcf.Pass.URL, c.loc.Path
 		}
 		if out, ok := replacePrefix(h, value, from, to); ok {
-			return out
+			return out, true
 		}
 	}
 	for _, r := range lcf.Redirects {
 		if out, ok := replacePrefix(h, value, r.From, r.To); ok {
-			return out
+			return out, true
 		}
 	}
-	return append(h, value...)
+	return append(h, value...), false
+}
+
+// rotateRight moves the last k bytes of s to its front.
+func rotateRight(s []byte, k int) {
+	slices.Reverse(s)
+	slices.Reverse(s[:k])
+	slices.Reverse(s[k:])
 }
 
 func replacePrefix(h, value []byte, from, to string) ([]byte, bool) {

@@ -29,6 +29,18 @@ func reason(code int) string {
 	return ""
 }
 
+// statusHeaderTooLarge is nginx's internal 494: answered as 400 with the page
+// "400 Request Header Or Cookie Too Large"; error_page can name it.
+const statusHeaderTooLarge = 494
+
+// wireStatus is the status sent for an internal one.
+func wireStatus(code int) int {
+	if code == statusHeaderTooLarge {
+		return 400
+	}
+	return code
+}
+
 // isRedirect is the codes return treats as "code URL".
 func isRedirect(code int) bool {
 	return code == 301 || code == 302 || code == 303 || code == 307 || code == 308
@@ -57,7 +69,7 @@ func (c *client) appendErrorPage(dst []byte, code int) []byte {
 	if code < 300 {
 		return dst
 	}
-	title := strconv.Itoa(code) + " " + reason(code)
+	title := strconv.Itoa(wireStatus(code)) + " " + reason(code)
 	dst = append(dst, "<html>\r\n<head><title>"...)
 	dst = append(dst, title...)
 	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
@@ -172,13 +184,13 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	if c.bodyUnread() {
 		c.keepAlive = false // the rest of the body would be read as the next request
 	}
-	c.status = code
+	c.status = wireStatus(code)
 	now := time.Now()
 	head := c.w.scratch[:0]
 	head = append(head, "HTTP/1.1 "...)
-	head = strconv.AppendInt(head, int64(code), 10)
+	head = strconv.AppendInt(head, int64(c.status), 10)
 	head = append(head, ' ')
-	head = append(head, reason(code)...)
+	head = append(head, reason(c.status)...)
 	head = append(head, "\r\nServer: "...)
 	head = append(head, c.serverToken()...)
 	head = append(head, "\r\n"...)
@@ -193,6 +205,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	}
 	if location != nil {
 		head = append(head, "Location: "...)
+		head = c.appendAbsolute(head, location)
 		head = append(head, location...)
 		head = append(head, "\r\n"...)
 	}
@@ -254,4 +267,29 @@ func (c *client) appendAddHeaders(head []byte, code int) []byte {
 		head = append(head, "\r\n"...)
 	}
 	return head
+}
+
+// appendAbsolute writes, before a Location value that starts with "/", the scheme,
+// host and port that make it absolute, as nginx's absolute_redirect (on by default)
+// does: the request's host without its port (else the local address), then the
+// local port unless it is 80.
+func (c *client) appendAbsolute(h, location []byte) []byte {
+	if len(location) == 0 || location[0] != '/' || (len(location) > 1 && location[1] == '/') {
+		return h
+	}
+	h = append(h, "http://"...)
+	if host := c.req.Host(); len(host) > 0 {
+		h = appendLowerHost(h, host)
+	} else if a := c.local.Addr(); a.Is6() && !a.Is4In6() {
+		h = append(h, '[')
+		h = a.AppendTo(h)
+		h = append(h, ']')
+	} else {
+		h = a.Unmap().AppendTo(h)
+	}
+	if p := c.local.Port(); p != 80 {
+		h = append(h, ':')
+		h = strconv.AppendUint(h, uint64(p), 10)
+	}
+	return h
 }
