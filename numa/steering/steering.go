@@ -274,7 +274,7 @@ func probe() error {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()},
 	})
 	if err != nil {
-		return fmt.Errorf("steering: probe sk_reuseport select-or-migrate program: %w: %w", ErrUnsupported, err)
+		return fmt.Errorf("steering: probe sk_reuseport select-or-migrate program (needs Linux 5.14, CAP_BPF and CAP_NET_ADMIN): %w: %w", ErrUnsupported, err)
 	}
 	return p.Close()
 }
