@@ -12,6 +12,16 @@
 // CAP_NET_ADMIN, or root; Load returns an error wrapping ErrUnsupported when
 // the kernel or the process cannot, and SetIncomingCPU is then the degraded
 // per-CPU alternative.
+//
+// Migration of a closing listener's queue happens whenever the program is
+// attached: the kernel consults a select-or-migrate program even with
+// net.ipv4.tcp_migrate_req=0 (measured on 6.18, TestMigrateKeepsDomain).
+// The sysctl only matters without the program: then the queue is migrated by
+// hash, ignoring domains, and with neither every queued connection is reset.
+//
+// The program never drops: SK_DROP from an sk_reuseport program answers the
+// SYN with a RST (TestSKDropAnswersRST), so there is no per-client SYN rate
+// limit here.
 package steering
 
 import (
@@ -66,7 +76,8 @@ type Config struct {
 	ConntrackEntries int
 	// UseNumaNodeID makes the program take the domain from
 	// bpf_get_numa_node_id() instead of CPUDomain: domain d is then node d,
-	// and DomainNode must be nil or the identity.
+	// DomainNode must be nil or the identity, and every node below Domains
+	// must be online (its conntrack maps are created on it).
 	UseNumaNodeID bool
 }
 
