@@ -60,6 +60,7 @@ type client struct {
 	bodySent    int64
 	keepAlive   bool
 	redirects   int  // internal redirects (error_page) taken
+	uriChanged  bool // an error_page redirect replaced $uri (and dropped the arguments)
 	forceStatus int  // the status an error_page imposes on the response; 0: none
 	internalGET bool // after an error_page redirect the request goes on as GET
 
@@ -173,7 +174,7 @@ func (c *client) drive() {
 func (c *client) begin() {
 	c.snap = c.w.snap
 	c.started = time.Now()
-	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET = 0, 0, 0, 0, false
+	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
 	c.body = bodyNone
 	c.srv, c.loc, c.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()

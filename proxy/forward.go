@@ -77,7 +77,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 func (c *client) appendUpstreamURI(h []byte) []byte {
 	pass := c.lcf.Pass
 	query, hasQuery := c.req.Query()
-	if c.redirects > 0 {
+	if c.uriChanged {
 		hasQuery = false // an error_page target carries no arguments of the original
 	}
 	switch {
@@ -86,7 +86,7 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 	case pass.HasURI && c.prefix != "":
 		h = append(h, pass.URI...)
 		h = append(h, c.uriBuf[len(c.prefix):]...)
-	case c.redirects > 0:
+	case c.uriChanged:
 		h = append(h, c.uriBuf...)
 	default:
 		h = append(h, c.req.Path()...)

@@ -97,7 +97,9 @@ func (ex *exchange) appendClientFraming(h []byte) []byte {
 		h = strconv.AppendInt(h, resp.ContentLength(), 10)
 		h = append(h, "\r\n"...)
 	case http1.BodyNone:
-		if c.isHEAD() && resp.ContentLength() >= 0 {
+		// A HEAD answer keeps the length of what GET would send; any other bodiless
+		// answer but 1xx, 204 and 304 says it is empty (Content-Length: 0).
+		if code := resp.StatusCode(); resp.ContentLength() >= 0 && (c.isHEAD() || code != 204 && code != 304 && code >= 200) {
 			h = append(h, "Content-Length: "...)
 			h = strconv.AppendInt(h, resp.ContentLength(), 10)
 			h = append(h, "\r\n"...)

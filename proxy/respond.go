@@ -168,7 +168,16 @@ func (c *client) errorPage(code int) bool {
 		if i := strings.IndexByte(target, '?'); i >= 0 {
 			target = target[:i]
 		}
+		if cap(c.uriBuf) < len(target) {
+			// Pool buffers only: a grown slice must not go back to the pool.
+			pool := c.conn.Loop().Pool()
+			if c.uriBuf != nil {
+				pool.Put(c.uriBuf[:cap(c.uriBuf)])
+			}
+			c.uriBuf = pool.Get(len(target))[:0]
+		}
 		c.uriBuf = append(c.uriBuf[:0], target...)
+		c.uriChanged = true
 		c.route()
 		return true
 	}
