@@ -272,6 +272,11 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 	if lcf.NextUpstreamTries > 0 && ex.tries >= lcf.NextUpstreamTries {
 		return false
 	}
+	if ex.tries >= len(ex.g.Peers)+len(ex.g.Backup) {
+		// As nginx's peer.tries: every server had its try. The failure's own status
+		// (504 after a timeout) or the upstream's answer stands.
+		return false
+	}
 	if lcf.NextUpstreamTimeout > 0 && time.Since(ex.firstTry) >= lcf.NextUpstreamTimeout {
 		return false
 	}
@@ -293,10 +298,13 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
 	ex.bal.Done(ex.peer, now, countsAsFailure)
 	ex.dropConn()
+	if !countsAsFailure {
+		// The server itself was not at fault: this try does not count (nginx's
+		// tries++ for a cached connection) and the server may be picked again.
+		ex.tries--
+		ex.tried.Reset()
+	}
 	if ex.canRetry(cond) {
-		if !countsAsFailure {
-			ex.tried.Reset() // the server itself was not at fault
-		}
 		if !ex.connect() {
 			return
 		}
