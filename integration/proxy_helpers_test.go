@@ -78,8 +78,9 @@ type seen struct {
 type backend struct {
 	Addr  string
 	srv   *http.Server
-	ln    net.Listener
-	conns atomic.Int64
+	ln     net.Listener
+	conns  atomic.Int64 // connections accepted
+	closed atomic.Int64 // connections closed
 
 	mu   sync.Mutex
 	reqs []seen
@@ -108,8 +109,11 @@ func newBackend(t *testing.T, h http.HandlerFunc) *backend {
 			h(w, r)
 		}),
 		ConnState: func(_ net.Conn, st http.ConnState) {
-			if st == http.StateNew {
+			switch st {
+			case http.StateNew:
 				b.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				b.closed.Add(1)
 			}
 		},
 		ErrorLog: nil,

@@ -35,6 +35,7 @@ type exchange struct {
 	peer      *upstream.Peer
 	conn      eventloop.Conn
 	reused    bool // conn came from the keep-alive cache
+	connReqs  int  // requests conn carried before this one
 	tried     upstream.Tried
 	tries     int
 	firstTry  time.Time
@@ -174,8 +175,8 @@ func (ex *exchange) connect() bool {
 		}
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
-		if idle := ex.w.takeIdle(p.Addr); idle != nil {
-			ex.conn, ex.reused = idle, true
+		if idle, reqs := ex.w.takeIdle(p.Addr); idle != nil {
+			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
 			idle.SetContext(ex)
 			ex.send()
 			ex.connected()
@@ -192,7 +193,7 @@ func (ex *exchange) connect() bool {
 			c.failRequest(502)
 			return false
 		}
-		ex.conn, ex.reused = conn, false
+		ex.conn, ex.reused, ex.connReqs = conn, false, 0
 		ex.state = exConnecting
 		ex.send()
 		return true
@@ -570,7 +571,7 @@ func (ex *exchange) complete(clean bool) {
 	if conn := ex.conn; conn != nil {
 		ex.conn = nil
 		if clean && ex.reqDone && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 {
-			ex.w.cacheIdle(conn, ex.peer.Addr, ex.g)
+			ex.w.cacheIdle(conn, ex.peer.Addr, ex.g, ex.connReqs+1)
 		} else {
 			conn.SetContext(nil)
 			conn.Close()

@@ -9,23 +9,33 @@ import (
 
 // idleConn is a keep-alive upstream connection waiting in this loop's cache. It is
 // the connection's Context while cached: any byte or close from the server drops it.
+// idleConns are recycled through the worker's free list.
 type idleConn struct {
-	conn eventloop.Conn
-	list *idleList
+	conn     eventloop.Conn
+	list     *idleList
+	requests int // requests the connection has carried
 }
 
 // idleList is the cached connections to one server address, newest last.
 type idleList struct {
+	w     *Worker
 	conns []*idleConn
 	group *upstream.Group
 }
 
-// cacheIdle keeps conn for the next request to addr, up to the group's keepalive per
-// loop; the oldest cached connection of the address makes room, as in nginx.
-func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream.Group) {
+// cacheIdle keeps conn, which has carried requests requests, for the next request to
+// addr, up to the group's keepalive per loop; the oldest cached connection of the
+// address makes room, as in nginx. A connection that reached the group's
+// keepalive_requests is closed instead.
+func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream.Group, requests int) {
+	if g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests {
+		conn.SetContext(nil)
+		conn.Close()
+		return
+	}
 	l := w.idle[addr]
 	if l == nil {
-		l = &idleList{}
+		l = &idleList{w: w}
 		w.idle[addr] = l
 	}
 	l.group = g
@@ -37,7 +47,15 @@ func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream
 		conn.Close()
 		return
 	}
-	ic := &idleConn{conn: conn, list: l}
+	var ic *idleConn
+	if n := len(w.freeIdle); n > 0 {
+		ic = w.freeIdle[n-1]
+		w.freeIdle[n-1] = nil
+		w.freeIdle = w.freeIdle[:n-1]
+	} else {
+		ic = &idleConn{}
+	}
+	*ic = idleConn{conn: conn, list: l, requests: requests}
 	conn.SetContext(ic)
 	conn.SetTimeout(g.KeepaliveTimeout)
 	l.conns = append(l.conns, ic)
@@ -54,34 +72,47 @@ func (w *Worker) idleCount(g *upstream.Group) int {
 	return n
 }
 
-// takeIdle returns the newest cached connection to addr, or nil.
-func (w *Worker) takeIdle(addr netip.AddrPort) eventloop.Conn {
+// takeIdle returns the newest cached connection to addr and the requests it has
+// carried, or nil.
+func (w *Worker) takeIdle(addr netip.AddrPort) (eventloop.Conn, int) {
 	l := w.idle[addr]
 	if l == nil || len(l.conns) == 0 {
-		return nil
+		return nil, 0
 	}
 	ic := l.conns[len(l.conns)-1]
+	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
-	ic.conn.SetTimeout(0)
-	return ic.conn
+	conn, requests := ic.conn, ic.requests
+	w.recycleIdle(ic)
+	conn.SetTimeout(0)
+	return conn, requests
+}
+
+func (w *Worker) recycleIdle(ic *idleConn) {
+	*ic = idleConn{}
+	w.freeIdle = append(w.freeIdle, ic)
 }
 
 // drop closes a cached connection.
 func (ic *idleConn) drop() {
+	conn := ic.conn
 	ic.forget()
-	ic.conn.SetContext(nil)
-	ic.conn.Close()
+	conn.SetContext(nil)
+	conn.Close()
 }
 
-// forget removes a cached connection from its list.
+// forget removes a cached connection from its list and recycles it.
 func (ic *idleConn) forget() {
 	l := ic.list
 	for i, x := range l.conns {
 		if x == ic {
-			l.conns = append(l.conns[:i], l.conns[i+1:]...)
-			return
+			copy(l.conns[i:], l.conns[i+1:])
+			l.conns[len(l.conns)-1] = nil
+			l.conns = l.conns[:len(l.conns)-1]
+			break
 		}
 	}
+	l.w.recycleIdle(ic)
 }
 
 func (l *idleList) closeAll() {

@@ -29,6 +29,7 @@ type Worker struct {
 
 	balancers map[*upstream.Group]*upstream.Balancer
 	idle      map[netip.AddrPort]*idleList // keep-alive upstream connections by peer
+	freeIdle  []*idleConn                  // recycled idleConn structs
 
 	scratch  []byte // builds heads; reused, never retained
 	date     []byte // "Date: ...\r\n", rebuilt once a second
