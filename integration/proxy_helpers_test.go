@@ -76,8 +76,8 @@ type seen struct {
 // backend is a net/http upstream that records the requests it receives and counts
 // the TCP connections it accepted.
 type backend struct {
-	Addr  string
-	srv   *http.Server
+	Addr   string
+	srv    *http.Server
 	ln     net.Listener
 	conns  atomic.Int64 // connections accepted
 	closed atomic.Int64 // connections closed
