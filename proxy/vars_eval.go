@@ -102,7 +102,9 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return dst
 	case VarStatus:
-		return strconv.AppendInt(dst, int64(c.status), 10)
+		// nginx's "%03ui": 000 before a status is set.
+		st := c.status
+		return append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
 	case VarBodyBytesSent:
 		return strconv.AppendInt(dst, c.bodySent, 10)
 	case VarRequestTime:
