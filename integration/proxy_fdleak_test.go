@@ -52,11 +52,19 @@ func TestProxyNoFdLeak(t *testing.T) {
   }`, addr)
 
 	cases := []func(t *testing.T){
-		func(t *testing.T) { roundTripRaw(t, addr, "GET /refused HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n") },
-		func(t *testing.T) { roundTripRaw(t, addr, "GET /silent HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n") },
+		func(t *testing.T) {
+			roundTripRaw(t, addr, "GET /refused HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		},
+		func(t *testing.T) {
+			roundTripRaw(t, addr, "GET /silent HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		},
 		func(t *testing.T) { roundTripRaw(t, addr, "GET /short HTTP/1.1\r\nHost: a\r\n\r\n") },
-		func(t *testing.T) { roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n") },
-		func(t *testing.T) { roundTripRaw(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n01234567890") },
+		func(t *testing.T) {
+			roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n")
+		},
+		func(t *testing.T) {
+			roundTripRaw(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n01234567890")
+		},
 		func(t *testing.T) { roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n") },
 		func(t *testing.T) {
 			// Gone before the answer.
