@@ -108,9 +108,9 @@ func TestParseWrk(t *testing.T) {
 
 func TestParseProcStat(t *testing.T) {
 	// A command name with spaces and a parenthesis.
-	in := "4242 (a b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 1000 100000 500 18446744073709551615"
+	in := "4242 (a b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 75 5 6 20 0 3 0 1000 100000 500 18446744073709551615"
 	ppid, tm, err := parseProcStat([]byte(in))
-	if err != nil || ppid != 17 || tm.utime != 250 || tm.stime != 75 {
+	if err != nil || ppid != 17 || tm.utime != 250 || tm.stime != 75 || tm.cutime != 5 || tm.cstime != 6 {
 		t.Fatalf("ppid %d times %+v err %v", ppid, tm, err)
 	}
 }

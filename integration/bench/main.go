@@ -27,16 +27,16 @@ func main() {
 	upstreamAddr := flag.String("upstream", "", "internal: goproxy upstream address")
 	quick := flag.Bool("quick", false, "one short repetition of each shape (under a minute)")
 	reps := flag.Int("reps", 0, "repetitions of each shape (default 5, 1 with -quick)")
-	duration := flag.Duration("d", 0, "measured time of each run (default 8s, 2s with -quick)")
+	duration := flag.Duration("d", 0, "measured time of each run, whole seconds (default 8s, 1s with -quick)")
 	warmup := flag.Duration("warmup", -1, "unmeasured load before each run (default 1s, none with -quick)")
 	idleConns := flag.Int("idle-conns", 10000, "idle keep-alive connections in the idle shape")
 	locConns := flag.Int("locality-conns", 0, "fresh connections per locality run (default 4000, 1000 with -quick)")
 	rate := flag.Float64("rate", 0, "open-loop rate in req/s (default: -rate-frac of nginx's keep-alive req/s)")
 	rateFrac := flag.Float64("rate-frac", 0.5, "open-loop rate as a fraction of nginx's median keep-alive req/s")
 	foreignMax := flag.Float64("foreign-max", 0.05, "share of CPU 0 that other processes may use before a run is repeated")
-	retries := flag.Int("retries", 3, "repeats of a run with foreign load on CPU 0")
+	retries := flag.Int("retries", -1, "repeats of a run with foreign load on CPU 0 (default 3, 1 with -quick)")
 	proxies := flag.String("proxies", "numaproxy,nginx,haproxy,go-httputil", "proxies to compare, in interleaving order")
-	shapes := flag.String("shapes", "keepalive,close,large,openloop,idle,locality", "shapes to run")
+	shapes := flag.String("shapes", "keepalive,close,large,openloop,idle,reload,locality", "shapes to run")
 	out := flag.String("out", "", "JSON results file (default integration/bench/results/<date>[-quick].json)")
 	noInstall := flag.Bool("no-install", false, "do not apt-get missing tools")
 	flag.Parse()
@@ -57,13 +57,19 @@ func main() {
 	if opt.duration == 0 {
 		opt.duration = 8 * time.Second
 		if opt.quick {
-			opt.duration = 2 * time.Second
+			opt.duration = time.Second
 		}
 	}
 	if opt.warmup < 0 {
 		opt.warmup = time.Second
 		if opt.quick {
 			opt.warmup = 0
+		}
+	}
+	if opt.retries < 0 {
+		opt.retries = 3
+		if opt.quick {
+			opt.retries = 1
 		}
 	}
 	if opt.locConns == 0 {
@@ -209,8 +215,19 @@ func run(opt options, outPath string, install bool) error {
 			h.openLoopRate()
 			titles[s.Name] = fmt.Sprintf("%s, %s req/s", s.Title, commas(h.rate, 0))
 		}
-		for rep := 1; rep <= opt.reps; rep++ {
+		procs := active
+		if s.reload {
+			procs = nil
 			for _, p := range active {
+				if proxyDefs[p].reload == nil {
+					h.skipped[s.Name+" "+p] = "cannot reload"
+					continue
+				}
+				procs = append(procs, p)
+			}
+		}
+		for rep := 1; rep <= opt.reps; rep++ {
+			for _, p := range procs {
 				r := h.runProxy(s, p, rep)
 				h.results = append(h.results, r)
 				logf("  %s", r.line())

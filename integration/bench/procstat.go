@@ -14,7 +14,8 @@ const clockTick = 100
 
 // procTimes holds a process's own CPU time in clock ticks.
 type procTimes struct {
-	utime, stime uint64
+	utime, stime   uint64
+	cutime, cstime uint64 // of children it has waited for
 }
 
 // readProcStat returns ppid and CPU times of one process from /proc/PID/stat.
@@ -34,8 +35,8 @@ func parseProcStat(b []byte) (ppid int, t procTimes, err error) {
 		return 0, t, fmt.Errorf("stat: no command name")
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); ppid is field 4, utime 14, stime 15.
-	if len(f) < 13 {
+	// f[0] is field 3 (state); ppid is field 4, utime 14, stime 15, cutime 16, cstime 17.
+	if len(f) < 15 {
 		return 0, t, fmt.Errorf("stat: %d fields", len(f))
 	}
 	ppid, err = strconv.Atoi(f[1])
@@ -47,6 +48,13 @@ func parseProcStat(b []byte) (ppid int, t procTimes, err error) {
 	}
 	if t.stime, err = strconv.ParseUint(f[12], 10, 64); err != nil {
 		return 0, t, fmt.Errorf("stat stime: %w", err)
+	}
+	// Time of reaped children (an nginx master's old workers after a reload).
+	if t.cutime, err = strconv.ParseUint(f[13], 10, 64); err != nil {
+		return 0, t, fmt.Errorf("stat cutime: %w", err)
+	}
+	if t.cstime, err = strconv.ParseUint(f[14], 10, 64); err != nil {
+		return 0, t, fmt.Errorf("stat cstime: %w", err)
 	}
 	return ppid, t, nil
 }
@@ -78,7 +86,7 @@ func processTree(pid int) []int {
 
 // treeSample is the summed CPU time and RSS of a process tree at one moment.
 type treeSample struct {
-	ticks    uint64 // utime+stime of every live process in the tree
+	ticks    uint64 // utime+stime+cutime+cstime of every live process in the tree
 	rssBytes int64
 	procs    int
 }
@@ -90,7 +98,9 @@ func sampleTree(pid int) treeSample {
 		if err != nil {
 			continue
 		}
-		s.ticks += t.utime + t.stime
+		// A process that exits moves its time into its parent's cutime/cstime,
+		// so the sum stays continuous across worker restarts.
+		s.ticks += t.utime + t.stime + t.cutime + t.cstime
 		s.rssBytes += readRSS(p)
 		s.procs++
 	}

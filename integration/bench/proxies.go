@@ -27,6 +27,7 @@ type confData struct {
 	Dir, Listen, Upstream string
 	NoFile, MaxConn       int
 	Domains               string // numa_domains argument, "" for none
+	Reload                bool   // the run reloads the proxy (nginx: reuseport; HAProxy: master-worker)
 }
 
 func renderTemplate(name, out string, d confData) error {
@@ -47,6 +48,12 @@ type proxyDef struct {
 	// command returns the argv (before pinning) for a proxy listening on listen,
 	// after writing its configuration into dir.
 	command func(env *env, dir string, d confData) ([]string, error)
+	// reload asks the running proxy to reload its configuration; nil if it cannot.
+	reload func(p *proc) error
+}
+
+func signalReload(sig syscall.Signal) func(p *proc) error {
+	return func(p *proc) error { return syscall.Kill(p.pid, sig) }
 }
 
 var proxyDefs = map[string]proxyDef{
@@ -56,21 +63,25 @@ var proxyDefs = map[string]proxyDef{
 			return nil, err
 		}
 		return []string{e.numaproxy, "-p", dir, "-c", conf}, nil
-	}},
+	}, reload: signalReload(syscall.SIGHUP)},
 	"nginx": {Name: "nginx", command: func(e *env, dir string, d confData) ([]string, error) {
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := renderTemplate("nginx.conf.tmpl", conf, d); err != nil {
 			return nil, err
 		}
 		return []string{e.nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;"}, nil
-	}},
+	}, reload: signalReload(syscall.SIGHUP)},
 	"haproxy": {Name: "haproxy", command: func(e *env, dir string, d confData) ([]string, error) {
 		conf := filepath.Join(dir, "haproxy.cfg")
 		if err := renderTemplate("haproxy.cfg.tmpl", conf, d); err != nil {
 			return nil, err
 		}
+		if d.Reload {
+			// Master-worker mode: SIGUSR2 to the master starts new workers.
+			return []string{e.haproxy, "-W", "-f", conf, "-db"}, nil
+		}
 		return []string{e.haproxy, "-f", conf, "-db"}, nil
-	}},
+	}, reload: signalReload(syscall.SIGUSR2)},
 	"go-httputil": {Name: "go-httputil", command: func(e *env, dir string, d confData) ([]string, error) {
 		return []string{"env", "GOMAXPROCS=1", e.self, "-role", "goproxy", "-listen", d.Listen, "-upstream", d.Upstream}, nil
 	}},

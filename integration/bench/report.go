@@ -49,6 +49,7 @@ type summary struct {
 	Crashes   int     `json:"crashes"`
 	Reruns    int     `json:"reruns"` // runs repeated for foreign load on CPU 0
 	Foreign   float64 `json:"max_foreign_share"`
+	Reloads   int     `json:"reloads,omitempty"`
 	// Ratios of medians to nginx's in the same shape (0 when nginx has no row).
 	ReqPerSecVsNginx float64 `json:"req_per_sec_vs_nginx,omitempty"`
 	CPUVsNginx       float64 `json:"cpu_vs_nginx,omitempty"`
@@ -96,6 +97,9 @@ func summarize(results, discarded []runResult) []summary {
 			}
 			if d, ok := r.Detail.(openLoopResult); ok {
 				lag = append(lag, d.LagP99)
+			}
+			if d, ok := r.Detail.(reloadDetail); ok {
+				s.Reloads += d.Reloads
 			}
 			if k.shape == "idle" {
 				kb = append(kb, r.KBPerConn)
@@ -218,6 +222,12 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.MBps, 0), fmtRatio(s.MBpsVsNginx),
 					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
+		case "reload":
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\treloads\terrors\terrors/reload\tCPU µs/req\tCPU ×nginx\treruns\t")
+			for _, s := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx), s.Reloads,
+					errCol(s), s.errorsPerReload(), fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), s.Reruns)
+			}
 		case "locality":
 			fmt.Fprintln(tw, "variant\tserved on arrival domain\tconn/s\tCPU µs/conn (2 CPUs)\tRSS MiB\terrors\t")
 			for _, s := range rows {
@@ -256,6 +266,13 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 	for _, o := range other {
 		fmt.Fprintf(w, "skipped %s\n", o)
 	}
+}
+
+func (s summary) errorsPerReload() float64 {
+	if s.Reloads == 0 {
+		return 0
+	}
+	return float64(s.Errors) / float64(s.Reloads)
 }
 
 func oneLine(s string) string {

@@ -79,6 +79,7 @@ type shapeDef struct {
 	Title   string
 	measure func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error
 	own     func(h *harness) // shapes that start their own processes
+	reload  bool             // only proxies that can reload; started ready for it
 }
 
 var shapeDefs = []shapeDef{
@@ -87,6 +88,7 @@ var shapeDefs = []shapeDef{
 	{Name: "large", Title: "1 MiB response (wrk -t1 -c10)", measure: (*harness).large},
 	{Name: "openloop", Title: "open loop at a fixed rate (50 keep-alive connections)", measure: (*harness).openLoop},
 	{Name: "idle", Title: "idle keep-alive connections (one request each)", measure: (*harness).idle},
+	{Name: "reload", Title: "reloads every 0.5 s under connection churn (wrk -t1 -c50 -H 'Connection: close'; nginx listens with reuseport)", measure: (*harness).reloadChurn, reload: true},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
@@ -182,7 +184,7 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			res.Errors, res.ErrorKind = 1, err.Error()
 			return res
 		}
-		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100}
+		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload}
 		argv, err := def.command(h.env, dir, d)
 		if err != nil {
 			res.Errors, res.ErrorKind = 1, err.Error()
@@ -290,6 +292,61 @@ func (h *harness) large(p *proc, addr netip.AddrPort, res *runResult) error {
 		res.MBps = float64(r.Requests) * largeSize / r.Seconds / 1e6
 	}
 	return err
+}
+
+// reloadDetail counts the reloads done during a run.
+type reloadDetail struct {
+	Reloads         int     `json:"reloads"`
+	ReloadErrors    int     `json:"reload_errors,omitempty"` // signals that could not be sent
+	ErrorsPerReload float64 `json:"errors_per_reload"`
+}
+
+// reloadChurn reloads the proxy every 500 ms while wrk opens a new connection
+// per request, and counts the requests that failed.
+func (h *harness) reloadChurn(p *proc, addr netip.AddrPort, res *runResult) error {
+	def := proxyDefs[res.Proxy]
+	url := "http://" + addr.String() + "/"
+	if h.opt.warmup > 0 {
+		if _, _, err := runWrk(url, 50, h.opt.warmup, "Connection: close"); err != nil {
+			return err
+		}
+	}
+	var det reloadDetail
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := def.reload(p); err != nil {
+					det.ReloadErrors++
+				}
+				det.Reloads++
+			}
+		}
+	}()
+	w := openWindow(p.pid)
+	r, _, err := runWrk(url, 50, h.opt.duration, "Connection: close")
+	close(stop)
+	<-done
+	w.close()
+	if err != nil {
+		return err
+	}
+	w.fill(res, r.Requests)
+	res.ReqPerSec = r.ReqPerSec
+	res.Errors += r.Errors + int64(det.ReloadErrors)
+	res.ErrorKind = r.ErrorKinds
+	if det.Reloads > 0 {
+		det.ErrorsPerReload = float64(res.Errors) / float64(det.Reloads)
+	}
+	res.Detail = det
+	return nil
 }
 
 // openLoopRate is the fixed rate: -rate, or a fraction of nginx's median
