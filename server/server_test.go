@@ -168,6 +168,8 @@ http { server { listen PORT; location / { return 200 "$numa_node $worker_cpu $in
 			t.Errorf("clients on CPU %d: %d of %d served outside domain %d", cpu, wrong, n, want)
 		}
 	}
+	checkLoopsPinned(t, s)
+	checkConntrackOnDomainNodes(t, s)
 	// Detach the program: the kernel's hash spreads connections over both domains.
 	for _, l := range s.Loops() {
 		for _, ln := range l.Listeners() {
@@ -258,6 +260,48 @@ http { server { listen PORT; location / { return 200 "ok"; } } }`)
 	for _, p := range s.pools {
 		if !p.Bound() {
 			t.Errorf("pool of domain %d not bound to node %d: %v", p.ID(), p.Node(), p.BindErr())
+		}
+	}
+}
+
+// checkLoopsPinned: every loop's thread runs on exactly its CPU, which lies in its
+// domain (on the real two-node guest: loops on both nodes).
+func checkLoopsPinned(t *testing.T, s *Server) {
+	t.Helper()
+	for i, l := range s.Loops() {
+		set, err := numa.ThreadAffinity(l.Tid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := s.plan.Domains[s.domain[i]]
+		if set.Count() != 1 || !set.Has(l.CPU()) || !d.CPUs.Has(l.CPU()) {
+			t.Errorf("loop %d: thread affinity %s, CPU %d, domain %d (%s)", i, set, l.CPU(), d.ID, d.CPUs)
+		}
+		t.Logf("loop %d: thread %d pinned to CPU %s, domain %d, memory node %d", i, l.Tid(), set, d.ID, d.Node)
+	}
+}
+
+// checkConntrackOnDomainNodes: the SYNs of domain d were counted in the conntrack map
+// created on domain d's node.
+func checkConntrackOnDomainNodes(t *testing.T, s *Server) {
+	t.Helper()
+	for _, st := range s.steer.perAddr {
+		t.Logf("conntrack maps on nodes %v", st.ConntrackNodes())
+		for _, d := range s.plan.Domains {
+			clients, err := st.Clients(d.Node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syns := uint64(0)
+			for _, c := range clients {
+				if d.ID < len(c.SYNs) {
+					syns += uint64(c.SYNs[d.ID])
+				}
+			}
+			t.Logf("domain %d: %d SYNs counted in the map on node %d", d.ID, syns, d.Node)
+			if syns == 0 {
+				t.Errorf("domain %d: no SYN counted in the conntrack map of node %d", d.ID, d.Node)
+			}
 		}
 	}
 }
