@@ -32,6 +32,8 @@ type conn struct {
 	blocked bool   // above the write high watermark, OnWriteBlocked sent
 
 	q        outQueue
+	high     int // own write watermarks (SetWriteWatermarks); 0: the loop's
+	low      int
 	timer    Timer
 	closeErr error // OnClose error once a graceful close completes
 	failErr  error // a write failed; the loop closes the conn after the callback
@@ -248,6 +250,30 @@ func (c *conn) SetTimeout(d time.Duration) {
 		return
 	}
 	c.timer.Reset(d)
+}
+
+// SetWriteWatermarks implements Conn.
+func (c *conn) SetWriteWatermarks(high, low int) {
+	if high <= 0 {
+		c.high, c.low = 0, 0
+		return
+	}
+	c.high, c.low = high, min(max(low, 0), high-1)
+}
+
+// highWater and lowWater are the watermarks in effect.
+func (c *conn) highWater() int {
+	if c.high > 0 {
+		return c.high
+	}
+	return c.loop.cfg.WriteHighWater
+}
+
+func (c *conn) lowWater() int {
+	if c.high > 0 {
+		return c.low
+	}
+	return c.loop.cfg.WriteLowWater
 }
 
 // Queued implements Conn.

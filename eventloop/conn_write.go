@@ -84,7 +84,7 @@ func (c *conn) writable() error {
 // queued arms EPOLLOUT and signals the high watermark after output was queued.
 func (c *conn) queued() {
 	c.updateEvents()
-	if !c.blocked && c.q.size > c.loop.cfg.WriteHighWater {
+	if !c.blocked && c.q.size > c.highWater() {
 		c.blocked = true
 		c.h.OnWriteBlocked(c)
 	}
@@ -120,7 +120,7 @@ func (c *conn) flush() error {
 		return nil
 	}
 	c.updateEvents()
-	if c.blocked && c.q.size <= l.cfg.WriteLowWater {
+	if c.blocked && c.q.size <= c.lowWater() {
 		c.blocked = false
 		c.h.OnWritable(c)
 	}

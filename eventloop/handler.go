@@ -55,6 +55,11 @@ type Conn interface {
 	SetTimeout(d time.Duration)
 	// Queued returns the number of bytes waiting in the outbound queue.
 	Queued() int
+	// SetWriteWatermarks gives this connection its own watermarks: OnWriteBlocked
+	// once more than high bytes are queued, OnWritable once at most low are (low is
+	// capped at high-1, at least 0). high <= 0 restores the loop's
+	// WriteHighWater/WriteLowWater. The new marks apply from the next write or flush.
+	SetWriteWatermarks(high, low int)
 	// Fd returns the socket's file descriptor.
 	Fd() int
 	LocalAddr() netip.AddrPort
