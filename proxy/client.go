@@ -46,6 +46,9 @@ type client struct {
 	requests int  // requests started on this connection
 	driving  bool // inside drive: finishing a request must not recurse into the next
 	paused   bool // reading paused by us (pipelining) rather than by backpressure
+	// ownWatermarks: the connection has proxy_buffering off's watermarks until the
+	// response ends.
+	ownWatermarks bool
 
 	// The request being served.
 	snap        *Snapshot
@@ -346,6 +349,10 @@ func (c *client) finish() {
 		c.uriBuf = nil
 	}
 	c.ex = nil
+	if c.ownWatermarks {
+		c.ownWatermarks = false
+		c.conn.SetWriteWatermarks(0, 0)
+	}
 	if !c.keepAlive || c.w.loop.Draining() {
 		c.close()
 		return
@@ -406,7 +413,17 @@ func (c *client) onWriteBlocked() {
 }
 
 func (c *client) onWritable() {
-	if c.state == csHead || c.state == csWait || c.state == csTunnel {
+	// send_timeout no longer applies: back to the timer of the state.
+	switch c.state {
+	case csHead:
+		if len(c.in) == 0 && c.requests > 0 {
+			c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
+		} else {
+			c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+		}
+	case csBody:
+		c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+	case csWait, csTunnel:
 		c.conn.SetTimeout(0)
 	}
 	if c.ex != nil {

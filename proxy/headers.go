@@ -17,6 +17,10 @@ func hiddenByDefault(name []byte) bool {
 		(len(name) > 8 && equalFoldBytes(name[:8], "x-accel-"))
 }
 
+// The client connection's write watermarks under proxy_buffering off: any byte left
+// queued pauses reading the upstream until the queue is empty again.
+const unbufferedHighWater, unbufferedLowWater = 1, 0
+
 // writeResponseHead sends the client the upstream's status and fields, rewritten
 // as nginx does, with the framing chosen for the client.
 func (ex *exchange) writeResponseHead() {
@@ -77,6 +81,12 @@ func (ex *exchange) writeResponseHead() {
 	if !upgrade {
 		h = ex.appendClientFraming(h)
 		h = c.appendConnection(h)
+		if !lcf.Buffering {
+			// proxy_buffering off: the upstream is read only once the client's
+			// socket took everything read before.
+			c.conn.SetWriteWatermarks(unbufferedHighWater, unbufferedLowWater)
+			c.ownWatermarks = true
+		}
 	}
 	h = c.appendAddHeaders(h, code)
 	h = append(h, "\r\n"...)
