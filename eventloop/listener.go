@@ -171,6 +171,40 @@ func (l *Loop) addListener(ln *Listener) error {
 // Listeners returns the loop's listeners (read it on the loop or before Start).
 func (l *Loop) Listeners() []*Listener { return l.listeners }
 
+// RemoveListener takes ln out of the loop: what is already in its accept queue is
+// accepted and served, then the socket is closed (a closed listener resets what is
+// still queued, so empty the queue first, e.g. by stopping new SYNs from reaching
+// it). It waits for the loop.
+func (l *Loop) RemoveListener(ln *Listener) error {
+	errc := make(chan error, 1)
+	if err := l.Run(func() {
+		if ln.loop != l {
+			errc <- fmt.Errorf("listener %s: not on this loop", ln.addr)
+			return
+		}
+		if ln.paused {
+			l.resumeAccept(ln)
+		}
+		l.acceptEvent(ln)
+		l.closeListener(ln)
+		for i, x := range l.listeners {
+			if x == ln {
+				l.listeners = append(l.listeners[:i], l.listeners[i+1:]...)
+				break
+			}
+		}
+		errc <- nil
+	}); err != nil {
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-l.done:
+		return ErrLoopClosed
+	}
+}
+
 func (l *Loop) closeListener(ln *Listener) {
 	if ln.closed {
 		return

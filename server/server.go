@@ -17,7 +17,9 @@ import (
 	"github.com/numaproxy/numaproxy/numa"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/numa/pool"
+	steer "github.com/numaproxy/numaproxy/numa/steering"
 	"github.com/numaproxy/numaproxy/proxy"
+	"golang.org/x/sys/unix"
 )
 
 // Server is the running data path: one event loop per CPU, each with its proxy
@@ -26,17 +28,22 @@ type Server struct {
 	plan    *domains.Plan
 	loops   []*eventloop.Loop
 	workers []*proxy.Worker
-	domain  []int          // domain of each loop
-	pools   []*pool.Domain // per domain, when the plan is enabled
-	locals  []*pool.Local  // per loop, when the plan is enabled
-	steer   *steering      // per-address BPF steering, when the plan is enabled
-	addrs   map[netip.AddrPort]bool
+	domain  []int                                    // domain of each loop
+	pools   []*pool.Domain                           // per domain, when the plan is enabled
+	locals  []*pool.Local                            // per loop, when the plan is enabled
+	steer   *steering                                // per-address BPF steering, when the plan is enabled
+	addrs   map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
 	log     *slog.Logger
+	opts    Options
 }
 
-// Options are what tests may change about the machine the server sees.
+// Options are what a start may take from outside the configuration.
 type Options struct {
 	SysfsRoot string // default numa.DefaultSysfsRoot
+	// Inherited are listening sockets handed over by the previous binary (binary
+	// upgrade), by address: they are used instead of new sockets, in order, one per
+	// loop, so the kernel's accept queues carry over.
+	Inherited map[netip.AddrPort][]int
 }
 
 // Start builds the loops and listeners of cfg and starts them.
@@ -66,7 +73,7 @@ func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Op
 		return nil, err
 	}
 	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
-	s := &Server{plan: plan, addrs: map[netip.AddrPort]bool{}, log: log}
+	s := &Server{plan: plan, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log, opts: opts}
 	if err := s.makePools(); err != nil {
 		return nil, err
 	}
@@ -180,28 +187,107 @@ func loopCPUs(m conf.Main, plan *domains.Plan) ([]int, error) {
 // listen opens, on every loop, a listener for each address of snap it lacks.
 func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 	for _, a := range snap.Routes.Addrs() {
-		if s.addrs[a.Addr] {
+		if s.addrs[a.Addr] != nil {
 			continue
 		}
 		backlog := backlogOf(cfg, a.Addr)
+		inherited := s.opts.Inherited[a.Addr]
 		var fds []listenerFD
+		var lns []*eventloop.Listener
 		for i, l := range s.loops {
-			ln, err := eventloop.ListenAddrPort(a.Addr, backlog)
+			ln, err := s.newListener(a.Addr, backlog, &inherited)
 			if err != nil {
-				return fmt.Errorf("bind() to %s failed %s", a.Addr, errorlog.Errno(err))
+				return err
 			}
 			if err := l.AddListener(ln); err != nil {
 				ln.Close()
 				return err
 			}
+			lns = append(lns, ln)
 			fds = append(fds, listenerFD{fd: ln.Fd(), domain: s.domain[i], cpu: l.CPU()})
 		}
+		// Inherited sockets beyond the loops are closed; with the program attached
+		// their queued connections migrate to this process's listeners.
+		for _, fd := range inherited {
+			unix.Close(fd)
+		}
+		delete(s.opts.Inherited, a.Addr)
 		if s.steer != nil {
 			s.steer.add(a.Addr, fds)
 		}
-		s.addrs[a.Addr] = true
+		s.addrs[a.Addr] = lns
 	}
 	return nil
+}
+
+// newListener adopts the next inherited socket of addr, else opens a new one.
+func (s *Server) newListener(addr netip.AddrPort, backlog int, inherited *[]int) (*eventloop.Listener, error) {
+	for len(*inherited) > 0 {
+		fd := (*inherited)[0]
+		*inherited = (*inherited)[1:]
+		ln, err := eventloop.ListenerFromFD(fd)
+		if err == nil && ln.Addr() == addr {
+			return ln, nil
+		}
+		if err == nil {
+			ln.Close()
+		}
+		s.log.Warn("an inherited socket was not a listener of its address; a new one is opened", "addr", addr.String(), "fd", fd)
+	}
+	ln, err := eventloop.ListenAddrPort(addr, backlog)
+	if err != nil {
+		return nil, fmt.Errorf("bind() to %s failed %s", addr, errorlog.Errno(err))
+	}
+	return ln, nil
+}
+
+// ListenerFDs returns the listening sockets by address, for a binary upgrade.
+func (s *Server) ListenerFDs() map[netip.AddrPort][]int {
+	out := map[netip.AddrPort][]int{}
+	for addr, lns := range s.addrs {
+		for _, ln := range lns {
+			out[addr] = append(out[addr], ln.Fd())
+		}
+	}
+	return out
+}
+
+// ReleaseSteering takes the listeners out of this process's BPF socket arrays (a
+// socket can be in one array only) so that a new binary can steer them; until it
+// does, the kernel's hash spreads connections. RestoreSteering undoes it when the
+// new binary did not start.
+func (s *Server) ReleaseSteering() {
+	if s.steer == nil {
+		return
+	}
+	for addr, st := range s.steer.perAddr {
+		// Emptying the slots frees the sockets even while the attached program (and
+		// so its maps) lives on in the kernel; then the program is detached.
+		for i, ln := range s.addrs[addr] {
+			if err := st.RemoveListener(s.domain[i], ln.Fd()); err != nil {
+				s.log.Error("releasing a listener from BPF steering: " + err.Error())
+			}
+		}
+		if lns := s.addrs[addr]; len(lns) > 0 {
+			steer.Detach(lns[0].Fd())
+		}
+	}
+	s.steer.close()
+	s.steer.perAddr = map[netip.AddrPort]*steer.Steering{}
+}
+
+// RestoreSteering steers the listeners again after ReleaseSteering.
+func (s *Server) RestoreSteering() {
+	if s.steer == nil {
+		return
+	}
+	for addr, lns := range s.addrs {
+		var fds []listenerFD
+		for i, ln := range lns {
+			fds = append(fds, listenerFD{fd: ln.Fd(), domain: s.domain[i], cpu: s.loops[i].CPU()})
+		}
+		s.steer.add(addr, fds)
+	}
 }
 
 // backlogOf is the backlog= of the listen directive that sets socket options for addr.

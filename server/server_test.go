@@ -45,6 +45,20 @@ func startServer(t *testing.T, src string) (*Server, string, *bytes.Buffer) {
 	t.Helper()
 	port := freePort(t)
 	src = strings.ReplaceAll(src, "PORT", strconv.Itoa(port))
+	cfg, snap := loadSnapshot(t, src)
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := Start(cfg, snap, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s, "127.0.0.1:" + strconv.Itoa(port), logs
+}
+
+// loadSnapshot loads src as a configuration file.
+func loadSnapshot(t *testing.T, src string) (*conf.Config, *proxy.Snapshot) {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.conf")
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
@@ -58,14 +72,19 @@ func startServer(t *testing.T, src string) (*Server, string, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := Start(cfg, snap, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s, "127.0.0.1:" + strconv.Itoa(port), logs
+	return cfg, snap
+}
+
+// testLogger logs to the test.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // askFrom sends n fresh-connection requests from a thread pinned to cpu and returns
