@@ -93,6 +93,17 @@ struct domain_stats {
 	__u64 not_syn;          // packets that were not a real SYN (steered, not counted)
 };
 
+// control[0] = 1 refuses new connections: a real SYN is answered with a RST
+// (SK_DROP, see TestSKDropAnswersRST) while what is already queued stays. It lets a
+// listen address that a reload removes empty its accept queues before it closes,
+// so nothing queued is reset.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} control SEC(".maps");
+
 // [domain][k]: max_per_domain slots per domain, packed densely from k = 0.
 struct {
 	__uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
@@ -339,8 +350,12 @@ static __always_inline int do_select(struct sk_reuseport_md *ctx)
 {
 	__u32 domain = domain_of_this_cpu();
 	struct flow_key f = {};
+	__u32 zero = 0, *refuse;
 
 	if (read_syn(ctx, &f)) {
+		refuse = bpf_map_lookup_elem(&control, &zero);
+		if (refuse && *refuse)
+			return SK_DROP;
 		if (domain < num_domains)
 			record(&f, domain);
 	} else {

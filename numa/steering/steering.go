@@ -345,6 +345,21 @@ func Detach(fd int) error {
 	return nil
 }
 
+// Refuse makes the program answer every new connection (a real SYN) with a RST
+// while on is true; connections already queued stay. A reload that removes a listen
+// address refuses first, empties the accept queues, then closes the listeners, so
+// nothing queued is reset.
+func (s *Steering) Refuse(on bool) error {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	if err := s.objs.Control.Put(uint32(0), v); err != nil {
+		return fmt.Errorf("steering: control map: %w", err)
+	}
+	return nil
+}
+
 // SetIncomingCPU sets SO_INCOMING_CPU on listener fd: the degraded mode when
 // BPF is unavailable. With one listener per CPU, each set to its CPU, Linux
 // 6.1 and later hash a reuseport group's SYN to the listener whose incoming

@@ -52,6 +52,7 @@ type steeringFlowVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	steeringMapControl          = "control"
 	steeringMapCpuDomain        = "cpu_domain"
 	steeringMapCtClients        = "ct_clients"
 	steeringMapCtFlows          = "ct_flows"
@@ -119,6 +120,7 @@ type steeringProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type steeringMapSpecs struct {
+	Control     *ebpf.MapSpec `ebpf:"control"`
 	CpuDomain   *ebpf.MapSpec `ebpf:"cpu_domain"`
 	CtClients   *ebpf.MapSpec `ebpf:"ct_clients"`
 	CtFlows     *ebpf.MapSpec `ebpf:"ct_flows"`
@@ -162,6 +164,7 @@ func (o *steeringObjects) Close() error {
 //
 // It can be passed to loadSteeringObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steeringMaps struct {
+	Control     *ebpf.Map `ebpf:"control"`
 	CpuDomain   *ebpf.Map `ebpf:"cpu_domain"`
 	CtClients   *ebpf.Map `ebpf:"ct_clients"`
 	CtFlows     *ebpf.Map `ebpf:"ct_flows"`
@@ -173,6 +176,7 @@ type steeringMaps struct {
 
 func (m *steeringMaps) Close() error {
 	return _SteeringClose(
+		m.Control,
 		m.CpuDomain,
 		m.CtClients,
 		m.CtFlows,
