@@ -21,6 +21,12 @@ const (
 	exDone
 )
 
+// Constant output, hoisted so that passing it to Conn methods does not allocate.
+var (
+	continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+	crlf        = []byte("\r\n")
+)
+
 // maxReplay bounds the request body kept to resend it to the next server.
 const maxReplay = 64 << 10
 
@@ -59,14 +65,32 @@ type exchange struct {
 
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
+
+	chunkIov [3][]byte // Writev scratch for re-chunking
 }
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
 // the exchange or, for cached idle connections, to the cache.
 type backendHandler struct{ w *Worker }
 
+// exchangeOf returns the exchange c serves, or nil (after closing c) when c is a
+// stale connection of an exchange that moved on: exchanges are reused.
+func exchangeOf(c eventloop.Conn) *exchange {
+	ex, ok := c.Context().(*exchange)
+	if !ok {
+		return nil
+	}
+	if ex.conn != c {
+		c.SetContext(nil)
+		c.Close()
+		c.Close()
+		return nil
+	}
+	return ex
+}
+
 func (b *backendHandler) OnOpen(c eventloop.Conn) {
-	if ex, ok := c.Context().(*exchange); ok {
+	if ex := exchangeOf(c); ex != nil {
 		ex.connected()
 	}
 }
@@ -74,14 +98,16 @@ func (b *backendHandler) OnOpen(c eventloop.Conn) {
 func (b *backendHandler) OnData(c eventloop.Conn, data []byte) {
 	switch x := c.Context().(type) {
 	case *exchange:
-		x.onData(data)
+		if exchangeOf(c) != nil {
+			x.onData(data)
+		}
 	case *idleConn:
 		x.drop() // an idle upstream connection must not talk: close it
 	}
 }
 
 func (b *backendHandler) OnWriteBlocked(c eventloop.Conn) {
-	if ex, ok := c.Context().(*exchange); ok {
+	if ex := exchangeOf(c); ex != nil {
 		c.SetTimeout(ex.c.lcf.SendTimeout)
 		if ex.c.state == csBody || ex.c.state == csTunnel {
 			ex.c.conn.PauseRead() // the upstream is slower than the client's upload
@@ -90,7 +116,7 @@ func (b *backendHandler) OnWriteBlocked(c eventloop.Conn) {
 }
 
 func (b *backendHandler) OnWritable(c eventloop.Conn) {
-	if ex, ok := c.Context().(*exchange); ok {
+	if ex := exchangeOf(c); ex != nil {
 		ex.armRead()
 		if (ex.c.state == csBody || ex.c.state == csTunnel) && !ex.c.paused {
 			ex.c.conn.ResumeRead()
@@ -101,7 +127,9 @@ func (b *backendHandler) OnWritable(c eventloop.Conn) {
 func (b *backendHandler) OnTimeout(c eventloop.Conn) {
 	switch x := c.Context().(type) {
 	case *exchange:
-		x.onTimeout()
+		if exchangeOf(c) != nil {
+			x.onTimeout()
+		}
 	case *idleConn:
 		x.drop()
 	}
@@ -133,13 +161,17 @@ func (c *client) proxy() {
 		return
 	}
 	g := c.lcf.Pass.Group
-	ex := &exchange{c: c, w: c.w, g: g, bal: c.w.balancer(g), firstTry: time.Now()}
+	// The exchange lives in the client, reused request after request: its upstream
+	// connections never keep it as their context once it ends (see the guards in
+	// backendHandler).
+	ex := &c.exStore
+	*ex = exchange{c: c, w: c.w, g: g, bal: c.w.balancer(g), firstTry: time.Now(), chunkIov: ex.chunkIov}
 	ex.resp.HeadRequest = c.isHEAD()
 	pool := c.conn.Loop().Pool()
 	ex.head = ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
 	c.ex = ex
 	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
-		c.conn.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
+		c.conn.Write(continue100)
 	}
 	if !ex.connect() {
 		return
@@ -553,7 +585,10 @@ func (ex *exchange) takeBody(data []byte) {
 		}
 		if ex.toChunked {
 			var hdr [20]byte
-			c.conn.Writev([][]byte{http1.AppendChunkHeader(hdr[:0], len(data)), data, []byte("\r\n")})
+			iov := ex.chunkIov[:0]
+			iov = append(iov, http1.AppendChunkHeader(hdr[:0], len(data)), data, crlf)
+			c.conn.Writev(iov)
+			clear(iov)
 		} else {
 			c.conn.Write(data)
 		}
@@ -625,10 +660,14 @@ func (ex *exchange) tunnelFromClient(data []byte) {
 // release returns the exchange's buffers.
 func (ex *exchange) release() {
 	pool := ex.c.conn.Loop().Pool()
-	for _, b := range []*[]byte{&ex.head, &ex.replay, &ex.rbuf} {
-		if *b != nil {
-			pool.Put((*b)[:cap(*b)])
-			*b = nil
-		}
+	putBuffer(pool, &ex.head)
+	putBuffer(pool, &ex.replay)
+	putBuffer(pool, &ex.rbuf)
+}
+
+func putBuffer(pool eventloop.BufferPool, b *[]byte) {
+	if *b != nil {
+		pool.Put((*b)[:cap(*b)])
+		*b = nil
 	}
 }

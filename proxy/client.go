@@ -72,7 +72,9 @@ type client struct {
 	chunks    http1.ChunkedDecoder
 	bodyTotal int64 // body bytes received, against client_max_body_size
 
-	ex *exchange // the upstream side, while proxying
+	ex *exchange // the upstream side, while proxying: &exStore or nil
+
+	exStore exchange // the exchange of the current request, reused by the next
 }
 
 func newClient(w *Worker, c eventloop.Conn) *client {
@@ -158,8 +160,7 @@ func (c *client) drive() {
 		}
 		c.requests++
 		c.begin()
-		var pe *http1.ParseError
-		if errors.As(err, &pe) {
+		if pe, ok := err.(*http1.ParseError); ok {
 			c.keepAlive = false
 			status := pe.Status
 			if status == 400 && pe.Reason == reason(statusHeaderTooLarge) {

@@ -96,7 +96,8 @@ func (c *client) respondReturn(r *Return) {
 		c.respond(code, "text/html", c.appendErrorPage(nil, code), nil)
 		return
 	}
-	text := r.Text.Append(nil, c)
+	text := r.Text.Append(c.w.body[:0], c)
+	c.w.body = text[:0] // keep a grown buffer; respond copies text before it returns
 	if isRedirect(code) {
 		if c.errorPage(code) {
 			return

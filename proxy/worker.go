@@ -32,6 +32,7 @@ type Worker struct {
 	freeIdle  []*idleConn                  // recycled idleConn structs
 
 	scratch  []byte // builds heads; reused, never retained
+	body     []byte // builds local response bodies (return text); reused
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
@@ -46,6 +47,7 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 		balancers: map[*upstream.Group]*upstream.Balancer{},
 		idle:      map[netip.AddrPort]*idleList{},
 		scratch:   make([]byte, 0, 16<<10),
+		body:      make([]byte, 0, 1<<10),
 	}
 	w.backends.w = w
 	return w
