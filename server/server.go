@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -35,6 +36,8 @@ type Server struct {
 	addrs   map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
 	log     *slog.Logger
 	opts    Options
+	// retiring counts addresses whose listeners are being taken away.
+	retiring sync.WaitGroup
 }
 
 // Options are what a start may take from outside the configuration.
@@ -83,9 +86,9 @@ func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	if plan.Enabled {
-		s.steer = newSteering(plan, s, log)
-	}
+	// The program runs even without NUMA: it refuses new connections to an address a
+	// reload removes while its queues empty, and moves queued ones off a closing listener.
+	s.steer = newSteering(plan, s, log)
 	if err := s.listen(cfg, snap); err != nil {
 		s.Stop()
 		return nil, err
@@ -302,7 +305,8 @@ func backlogOf(cfg *conf.Config, addr netip.AddrPort) int {
 	return 0
 }
 
-// Reload switches every worker to snap and opens listeners for new addresses.
+// Reload switches every worker to snap, opens listeners for new addresses and
+// retires those of addresses snap no longer has.
 func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 	if err := s.listen(cfg, snap); err != nil {
 		return err
@@ -312,7 +316,54 @@ func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 			return err
 		}
 	}
+	for addr := range s.addrs {
+		if snap.Routes.Addr(addr) == nil || snap.Routes.Addr(addr).Addr != addr {
+			s.retire(addr)
+		}
+	}
 	return nil
+}
+
+// retireGrace is how long a removed address keeps accepting after it started
+// refusing new connections: handshakes already under way complete into the accept
+// queue within a round trip, and are served rather than reset.
+var retireGrace = time.Second
+
+// retire takes an address's listeners away without resetting anything queued on
+// them: the program refuses new connections, the loops keep accepting for
+// retireGrace, then each listener takes what is left in its queue and closes.
+// Without the program (no BPF) the listeners close at once after emptying their
+// queues, and a connection completing in between may be reset.
+func (s *Server) retire(addr netip.AddrPort) {
+	lns := s.addrs[addr]
+	delete(s.addrs, addr)
+	var st *steer.Steering
+	if s.steer != nil {
+		st = s.steer.perAddr[addr]
+		delete(s.steer.perAddr, addr)
+	}
+	grace := time.Duration(0)
+	if st != nil {
+		if err := st.Refuse(true); err != nil {
+			s.log.Error("refusing new connections on " + addr.String() + ": " + err.Error())
+		} else {
+			grace = retireGrace
+		}
+	}
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		time.Sleep(grace)
+		for i, ln := range lns {
+			if err := s.loops[i].RemoveListener(ln); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
+				s.log.Error("closing a listener of " + addr.String() + ": " + err.Error())
+			}
+		}
+		if st != nil {
+			st.Close()
+		}
+		s.log.Log(nil, errorlog.LevelNotice, "stopped listening", "listen", addr.String())
+	}()
 }
 
 // Drain stops accepting, lets requests in flight finish and closes idle
@@ -376,4 +427,5 @@ func (s *Server) wait() {
 	for _, l := range s.loops {
 		<-l.Done()
 	}
+	s.retiring.Wait()
 }

@@ -35,6 +35,10 @@ func newSteering(plan *domains.Plan, s *Server, log *slog.Logger) *steering {
 // config is the program's view of the plan.
 func (st *steering) config() steer.Config {
 	c := steer.Config{Domains: len(st.plan.Domains), MaxPerDomain: min(st.loops, steer.MaxPerDomain), CPUDomain: map[int]int{}}
+	if !st.plan.Enabled {
+		// One domain: the conntrack maps only serve the migrate path; keep them small.
+		c.ConntrackEntries = 8192
+	}
 	for _, d := range st.plan.Domains {
 		node := d.Node
 		if node < 0 {
@@ -67,12 +71,19 @@ func (st *steering) add(addr netip.AddrPort, fds []listenerFD) {
 			}
 			s.Close()
 		}
-		if !errors.Is(err, steer.ErrUnsupported) {
+		switch {
+		case !errors.Is(err, steer.ErrUnsupported):
 			st.log.Error(fmt.Sprintf("BPF steering of %s failed: %v; falling back to SO_INCOMING_CPU", addr, err))
-		} else {
+		case st.plan.Enabled:
 			st.log.Warn(fmt.Sprintf("BPF steering is not available (%v): listeners use SO_INCOMING_CPU; connections may be served on another domain", err))
 			st.degraded = true
+		default:
+			st.log.Warn(fmt.Sprintf("BPF is not available (%v): a listen address removed by a reload may reset connections queued on it", err))
+			st.degraded = true
 		}
+	}
+	if !st.plan.Enabled {
+		return // one domain: no CPU to steer by
 	}
 	for _, l := range fds {
 		if err := steer.SetIncomingCPU(l.fd, l.cpu); err != nil {

@@ -36,17 +36,19 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	in := &instance{cfg: cfg, load: load, elog: elog, log: elog.Logger()}
 	defer elog.Close()
 
+	// Signals are ours from now on: one arriving during start-up must not kill the
+	// process with its default action.
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGINT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	defer signal.Stop(signals)
+
 	if n := cfg.Main.WorkerRlimitNofile; n > 0 {
 		lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 			in.log.Log(nil, errorlog.LevelAlert, fmt.Sprintf("setrlimit(RLIMIT_NOFILE, %d) failed %s", n, errorlog.Errno(err)))
 		}
 	}
-	if err := writePidFile(cfg.Main.PidFile); err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		return 1
-	}
-	defer removePidFile(cfg.Main.PidFile)
 
 	snap, err := proxy.NewSnapshot(cfg)
 	if err != nil {
@@ -58,11 +60,14 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		return 1
 	}
+	// Written once serving: its presence tells -s and scripts the instance is up.
+	if err := writePidFile(cfg.Main.PidFile); err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		in.server.Stop()
+		return 1
+	}
+	defer removePidFile(cfg.Main.PidFile)
 
-	signals := make(chan os.Signal, 8)
-	signal.Notify(signals, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGINT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
-	defer signal.Stop(signals)
 	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
 
 	for sig := range signals {
