@@ -381,3 +381,45 @@ func TestProxyClientLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestProxySendTimeout: an upstream that stops reading the request body gets
+// proxy_send_timeout, and the client a 504 (its body is not read any further, so
+// the connection closes).
+func TestProxySendTimeout(t *testing.T) {
+	t.Parallel()
+	var accepted atomic.Int64
+	stuck := newRawUpstream(t, func(c net.Conn) {
+		accepted.Add(1)
+		c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		time.Sleep(10 * time.Second) // reads nothing
+	})
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    client_max_body_size 0;
+    location / { proxy_pass http://`+stuck.Addr+`; proxy_http_version 1.1; proxy_send_timeout 300ms; }
+  }`, addr)
+	cl := newClient(t, addr)
+	const size = 256 << 20
+	cl.send("PUT /up HTTP/1.1\r\nHost: a\r\nContent-Length: " + strconv.Itoa(size) + "\r\n\r\n")
+	go func() {
+		chunk := make([]byte, 1<<20)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := cl.c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	began := time.Now()
+	resp, _ := cl.read("PUT")
+	if resp.StatusCode != 504 || !resp.Close {
+		t.Fatalf("%d close=%v", resp.StatusCode, resp.Close)
+	}
+	if d := time.Since(began); d < 250*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("504 after %v", d)
+	}
+	if accepted.Load() != 1 {
+		t.Fatalf("%d upstream connections", accepted.Load())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,4 +224,33 @@ func TestProxyFraming(t *testing.T) {
 			t.Fatalf("%d %q", resp.StatusCode, body)
 		}
 	})
+}
+
+// TestProxyCurl drives the proxy with curl: a chunked upload from stdin and an
+// HTTP/1.0 request, as a client other than Go's sees them.
+func TestProxyCurl(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	be := framingBackend(t)
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    location / { proxy_pass http://`+be.Addr+`; proxy_http_version 1.1; }
+  }`, addr)
+	cmd := exec.Command(curl, "-sS", "-i", "-H", "Transfer-Encoding: chunked", "--data-binary", "@-", "http://"+addr+"/upload?x=1")
+	cmd.Stdin = strings.NewReader(strings.Repeat("curl data ", 10000))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(string(out), "\r\n\r\n/upload?x=1") {
+		t.Fatalf("curl: %v\n%s", err, out)
+	}
+	if s := be.last(t); s.Body != strings.Repeat("curl data ", 10000) || len(s.TE) != 1 || s.TE[0] != "chunked" {
+		t.Fatalf("upstream got %d bytes, TE %v", len(s.Body), s.TE)
+	}
+	out, err = exec.Command(curl, "-sS", "-0", "-i", "http://"+addr+"/chunked").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Connection: close\r\n") || !strings.HasSuffix(string(out), "\r\n\r\npart1,part2") {
+		t.Fatalf("curl -0: %v\n%s", err, out)
+	}
 }
