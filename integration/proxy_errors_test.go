@@ -423,3 +423,29 @@ func TestProxySendTimeout(t *testing.T) {
 		t.Fatalf("%d upstream connections", accepted.Load())
 	}
 }
+
+// TestProxySlowUpload: proxy_read_timeout counts from the end of the request, as in
+// nginx: an upload slower than it (but within client_body_timeout between reads)
+// gets its answer.
+func TestProxySlowUpload(t *testing.T) {
+	t.Parallel()
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "got it") })
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    location / { proxy_pass http://`+be.Addr+`; proxy_http_version 1.1; proxy_read_timeout 300ms; }
+  }`, addr)
+	cl := newClient(t, addr)
+	cl.send("POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n")
+	for i := 0; i < 10; i++ {
+		time.Sleep(80 * time.Millisecond) // the upload takes ~800ms in all
+		cl.send("x")
+	}
+	if resp, body := cl.read("POST"); resp.StatusCode != 200 || body != "got it" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if s := be.last(t); s.Body != "xxxxxxxxxx" {
+		t.Fatalf("upstream got %q", s.Body)
+	}
+}

@@ -247,13 +247,18 @@ func (ex *exchange) connected() {
 	ex.armRead()
 }
 
-// armRead sets the upstream timer for the phase the exchange is in.
+// armRead sets the upstream timer for the phase the exchange is in: as nginx,
+// proxy_read_timeout runs from the end of the request (and between reads after
+// it); while the request is still being sent only proxy_send_timeout applies, armed
+// when writing blocks (the client's client_body_timeout covers a stalled upload).
 func (ex *exchange) armRead() {
-	if ex.conn == nil {
-		return
+	if ex.conn == nil || ex.state == exConnecting || ex.state == exDone {
+		return // a connect keeps its proxy_connect_timeout
 	}
-	if ex.state == exHead || ex.state == exBody || ex.state == exTunnel {
+	if ex.reqDone || ex.gotBytes || ex.state != exHead {
 		ex.conn.SetTimeout(ex.c.lcf.ReadTimeout)
+	} else {
+		ex.conn.SetTimeout(0)
 	}
 }
 
@@ -283,7 +288,10 @@ func (ex *exchange) sendBody(p []byte) {
 }
 
 // requestSent: the client's whole request was read and passed on.
-func (ex *exchange) requestSent() { ex.reqDone = true }
+func (ex *exchange) requestSent() {
+	ex.reqDone = true
+	ex.armRead()
+}
 
 // canRetry decides whether the request may go to the next server after a failure of
 // kind cond, nginx's proxy_next_upstream rules.
