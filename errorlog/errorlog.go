@@ -140,6 +140,35 @@ func (l *Log) Reopen() error {
 	return firstErr
 }
 
+// Reconfigure replaces the destinations (after a reload changed error_log). Loggers
+// made from l keep working and write to the new ones; if one cannot be opened,
+// nothing changes and the error is returned.
+func (l *Log) Reconfigure(dests []Destination) error {
+	var sinks []sink
+	for _, d := range dests {
+		s, err := openSink(d)
+		if err != nil {
+			for _, o := range sinks {
+				if o.file != nil {
+					o.file.Close()
+				}
+			}
+			return err
+		}
+		sinks = append(sinks, s)
+	}
+	l.mu.Lock()
+	old := l.sinks
+	l.sinks = sinks
+	l.mu.Unlock()
+	for _, s := range old {
+		if s.file != nil {
+			s.file.Close()
+		}
+	}
+	return nil
+}
+
 // Close closes the files.
 func (l *Log) Close() error {
 	l.mu.Lock()

@@ -84,3 +84,29 @@ func TestOpenFailureNamesFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestReconfigureKeepsLoggers(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.log"), filepath.Join(dir, "second.log")
+	l, err := Open([]Destination{{Path: first, Level: LevelInfo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	log := l.Logger()
+	log.Info("one")
+	if err := l.Reconfigure([]Destination{{Path: second, Level: LevelInfo}}); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("two") // the logger made before still works
+	if err := l.Reconfigure([]Destination{{Path: "/proc/nonexistent/x.log", Level: LevelInfo}}); err == nil {
+		t.Fatal("an unopenable destination accepted")
+	}
+	log.Info("three") // a failed reconfigure changed nothing
+	a, _ := os.ReadFile(first)
+	b, _ := os.ReadFile(second)
+	if !strings.Contains(string(a), "one") || strings.Contains(string(a), "two") ||
+		!strings.Contains(string(b), "two") || !strings.Contains(string(b), "three") {
+		t.Fatalf("first:\n%s\nsecond:\n%s", a, b)
+	}
+}

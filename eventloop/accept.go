@@ -11,7 +11,7 @@ import (
 // this loop closes or AcceptRetry passes, whichever comes first.
 func (l *Loop) acceptEvent(ln *Listener) {
 	for !ln.closed && !ln.paused {
-		if max := l.cfg.MaxConns; max > 0 && l.openConns.Load() >= int64(max) {
+		if max := l.cfg.MaxConns; max > 0 && !ln.last && l.openConns.Load() >= int64(max) {
 			// Like nginx's "worker_connections are not enough": leave the rest in
 			// the accept queue (another loop may take them) until a connection closes.
 			l.pauseAccept(ln, ErrTooManyConns)

@@ -19,6 +19,7 @@ type Listener struct {
 	addr netip.AddrPort
 
 	loop   *Loop
+	last   bool // being removed: accept what is queued whatever MaxConns says
 	gen    uint32
 	paused bool // not polled after accept ran out of fds or memory
 	logged bool // the current accept failure burst was logged
@@ -185,6 +186,7 @@ func (l *Loop) RemoveListener(ln *Listener) error {
 		if ln.paused {
 			l.resumeAccept(ln)
 		}
+		ln.last = true // these are the last: worker_connections does not hold them back
 		l.acceptEvent(ln)
 		l.closeListener(ln)
 		for i, x := range l.listeners {

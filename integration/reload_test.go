@@ -321,3 +321,160 @@ http { server { listen 127.0.0.1:%d; location / { proxy_pass http://%s; } } }
 		t.Fatalf("exit code %d", code)
 	}
 }
+
+// TestRemovedListenerResetsNothing: a reload removes a listen address while clients
+// keep opening connections to it. Every connection the kernel accepted gets a whole
+// response; the others are refused at connect. None is reset.
+func TestRemovedListenerResetsNothing(t *testing.T) {
+	keep, gone := freePort(t), freePort(t)
+	cfg := func(withGone bool) string {
+		s := fmt.Sprintf(`error_log logs/error.log info;
+worker_processes 2;
+events { }
+http {
+  server { listen 127.0.0.1:%d; location / { return 200 "kept"; } }
+`, keep)
+		if withGone {
+			s += fmt.Sprintf("  server { listen 127.0.0.1:%d; location / { return 200 \"going\"; } }\n", gone)
+		}
+		return s + "}\n"
+	}
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg(true)})
+	in := start(t, dir)
+	goneAddr := "127.0.0.1:" + strconv.Itoa(gone)
+	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(goneAddr); return err == nil })
+
+	var answered, refused, reset atomic.Int64
+	var mu sync.Mutex
+	var resets []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", goneAddr, 5*time.Second)
+				if err != nil {
+					refused.Add(1)
+					continue
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				_, werr := io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+				resp, rerr := io.ReadAll(c)
+				c.Close()
+				if werr == nil && rerr == nil && bytes.HasPrefix(resp, []byte("HTTP/1.1 ")) && bytes.Contains(resp, []byte("\r\n\r\n")) {
+					answered.Add(1)
+					continue
+				}
+				reset.Add(1)
+				mu.Lock()
+				resets = append(resets, fmt.Sprintf("write %v, read %v, got %q", werr, rerr, resp))
+				mu.Unlock()
+			}
+		}()
+	}
+	waitFor(t, "load on the address", 10*time.Second, func() bool { return answered.Load() > 100 })
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(cfg(false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.cmd.Process.Signal(syscall.SIGHUP)
+	in.waitLog("stopped listening, listen=" + goneAddr)
+	waitFor(t, "connections refused after the removal", 10*time.Second, func() bool { return refused.Load() > 100 })
+	close(stop)
+	wg.Wait()
+	t.Logf("connections answered %d, refused at connect %d, reset %d", answered.Load(), refused.Load(), reset.Load())
+	if reset.Load() != 0 {
+		t.Fatalf("%d accepted connections were reset, e.g. %v", reset.Load(), resets[0])
+	}
+	if b, err := rawGetClose("127.0.0.1:" + strconv.Itoa(keep)); err != nil || b != "kept" {
+		t.Fatalf("the address that stays: %q, %v", b, err)
+	}
+}
+
+// TestRemovedListenerServesQueued: connections wait in the accept queue of an address
+// (the loop is at worker_connections) when a reload removes it; they are served once
+// the loop has room, none is reset.
+func TestRemovedListenerServesQueued(t *testing.T) {
+	keep, gone := freePort(t), freePort(t)
+	cfg := func(withGone bool) string {
+		s := fmt.Sprintf(`error_log logs/error.log info;
+worker_processes 1;
+events { worker_connections 2; }
+http {
+  keepalive_timeout 1s;
+  server { listen 127.0.0.1:%d; location / { return 200 "kept"; } }
+`, keep)
+		if withGone {
+			s += fmt.Sprintf("  server { listen 127.0.0.1:%d; location / { return 200 \"going\"; } }\n", gone)
+		}
+		return s + "}\n"
+	}
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg(true)})
+	in := start(t, dir)
+	goneAddr := "127.0.0.1:" + strconv.Itoa(gone)
+	// Two idle keep-alive connections fill the loop.
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", goneAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("filling the loop: %v %v", resp, err)
+		}
+	}
+	// These wait in the accept queue.
+	const n = 10
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			body, err := rawGetClose(goneAddr)
+			if err == nil && body != "going" {
+				err = fmt.Errorf("answer %q", body)
+			}
+			results <- err
+		}()
+	}
+	waitFor(t, "connections queued", 10*time.Second, func() bool { return listenQueue(t, gone) >= n })
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(cfg(false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.cmd.Process.Signal(syscall.SIGHUP)
+	for i := 0; i < n; i++ {
+		if err := <-results; err != nil {
+			t.Errorf("queued connection %d: %v", i, err)
+		}
+	}
+	in.waitLog("stopped listening, listen=" + goneAddr)
+	if _, err := net.Dial("tcp", goneAddr); err == nil {
+		t.Fatal("the removed address still accepts")
+	}
+}
+
+// listenQueue reads the accept queue length of the listener on port from ss(8)'s
+// source, /proc/net/tcp: for a socket in LISTEN, rx_queue is the accept queue.
+func listenQueue(t *testing.T, port int) int {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[3] != "0A" || !strings.HasSuffix(f[1], fmt.Sprintf(":%04X", port)) {
+			continue
+		}
+		q := strings.Split(f[4], ":")
+		if v, err := strconv.ParseInt(q[1], 16, 64); err == nil {
+			n += int(v)
+		}
+	}
+	return n
+}

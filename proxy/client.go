@@ -84,7 +84,7 @@ func newClient(w *Worker, c eventloop.Conn) *client {
 // defaultServerConf is the proxy config of the listen address's default server, which
 // governs a connection until a request names its server (nginx does the same).
 func (c *client) defaultServerConf() *LocConf {
-	if a := c.w.snap.Routes.Addr(c.local); a != nil {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
 		return serverConf(a.Default)
 	}
 	d := defaults()
@@ -176,7 +176,7 @@ func (c *client) drive() {
 
 // begin starts a request: its snapshot, clock and server.
 func (c *client) begin() {
-	c.snap = c.w.snap
+	c.snap = c.w.snapshotFor(c.local)
 	c.started = time.Now()
 	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
 	c.body = bodyNone

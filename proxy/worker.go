@@ -23,6 +23,7 @@ var connectionSerial atomic.Uint64
 type Worker struct {
 	loop     *eventloop.Loop
 	snap     *Snapshot
+	prev     *Snapshot // the one before the last reload, for addresses it removed
 	log      *slog.Logger
 	backends backendHandler
 	numaNode int // the loop's domain, for $numa_node
@@ -66,7 +67,7 @@ func (w *Worker) Reload(snap *Snapshot) error {
 }
 
 func (w *Worker) setSnapshot(snap *Snapshot) {
-	w.snap = snap
+	w.prev, w.snap = w.snap, snap
 	keep := map[netip.AddrPort]bool{}
 	for _, g := range snap.Groups.List {
 		for _, p := range append(append([]*upstream.Peer(nil), g.Peers...), g.Backup...) {
@@ -82,6 +83,16 @@ func (w *Worker) setSnapshot(snap *Snapshot) {
 	for g := range w.balancers {
 		delete(w.balancers, g) // new groups, new per-loop state
 	}
+}
+
+// snapshotFor is the snapshot a connection accepted on local is served with: the
+// current one, or, for an address the last reload removed (its listener still
+// empties its accept queue), the one the connection was accepted under.
+func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
+	if w.snap.Routes.Addr(local) == nil && w.prev != nil && w.prev.Routes.Addr(local) != nil {
+		return w.prev
+	}
+	return w.snap
 }
 
 // balancer returns this loop's balancer for g.

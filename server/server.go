@@ -329,11 +329,16 @@ func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 // queue within a round trip, and are served rather than reset.
 var retireGrace = time.Second
 
+// retireMaxWait bounds how long a removed address waits for busy loops (at
+// worker_connections) to take what is queued on it.
+var retireMaxWait = 60 * time.Second
+
 // retire takes an address's listeners away without resetting anything queued on
-// them: the program refuses new connections, the loops keep accepting for
-// retireGrace, then each listener takes what is left in its queue and closes.
-// Without the program (no BPF) the listeners close at once after emptying their
-// queues, and a connection completing in between may be reset.
+// them: the program refuses new connections; the loops keep accepting until the
+// grace period is over and the accept queues are empty; then each listener takes
+// what is left and closes. Without the program (no BPF) nothing stops new
+// connections, so the listeners close as soon as their queues are empty, and one
+// completing in between may be reset.
 func (s *Server) retire(addr netip.AddrPort) {
 	lns := s.addrs[addr]
 	delete(s.addrs, addr)
@@ -353,7 +358,10 @@ func (s *Server) retire(addr netip.AddrPort) {
 	s.retiring.Add(1)
 	go func() {
 		defer s.retiring.Done()
-		time.Sleep(grace)
+		start := time.Now()
+		for time.Since(start) < retireMaxWait && (time.Since(start) < grace || queued(lns) > 0) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		for i, ln := range lns {
 			if err := s.loops[i].RemoveListener(ln); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
 				s.log.Error("closing a listener of " + addr.String() + ": " + err.Error())
@@ -364,6 +372,18 @@ func (s *Server) retire(addr netip.AddrPort) {
 		}
 		s.log.Log(nil, errorlog.LevelNotice, "stopped listening", "listen", addr.String())
 	}()
+}
+
+// queued is how many connections wait in the listeners' accept queues (TCP_INFO's
+// unacked field holds a listener's accept queue length).
+func queued(lns []*eventloop.Listener) int {
+	n := 0
+	for _, ln := range lns {
+		if info, err := unix.GetsockoptTCPInfo(ln.Fd(), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			n += int(info.Unacked)
+		}
+	}
+	return n
 }
 
 // Drain stops accepting, lets requests in flight finish and closes idle

@@ -24,6 +24,9 @@ type instance struct {
 	elog   *errorlog.Log
 	log    *slog.Logger
 	server *server.Server
+	// pidFile is the pid file written at start ("" for pid off).
+	pidFile string
+	up      upgrade
 }
 
 // runInstance runs in the foreground until a stop signal; it returns the exit status.
@@ -50,12 +53,22 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		}
 	}
 
+	// A binary upgrade hands over the old binary's listening sockets.
+	inherited, err := inheritListeners()
+	if err != nil {
+		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+		return 1
+	}
+	if inherited != nil {
+		in.up.parent = os.Getppid()
+	}
+
 	snap, err := proxy.NewSnapshot(cfg)
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		return 1
 	}
-	in.server, err = server.Start(cfg, snap, in.log)
+	in.server, err = server.StartWith(cfg, snap, in.log, server.Options{Inherited: adoptable(snap, inherited)})
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		return 1
@@ -66,20 +79,35 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		in.server.Stop()
 		return 1
 	}
+	in.pidFile = cfg.Main.PidFile
 	defer removePidFile(cfg.Main.PidFile)
+	defer removePidFile(oldbinFile(cfg.Main.PidFile))
 
 	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
 
-	for sig := range signals {
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-signals:
+		case e := <-in.up.exited:
+			in.childExited(e)
+			continue
+		}
 		s := sig.(syscall.Signal)
 		what := fmt.Sprintf("signal %d (%s) received", int(s), signalName(s))
 		switch s {
 		case syscall.SIGHUP:
+			if in.up.noaccept {
+				in.log.Log(nil, errorlog.LevelNotice, what+", ignored: this process no longer accepts connections (SIGWINCH); SIGQUIT to the new binary process rolls back")
+				continue
+			}
 			in.log.Log(nil, errorlog.LevelNotice, what+", reconfiguring")
 			in.reload()
 		case syscall.SIGUSR1:
 			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
-			in.server.LogStats()
+			if !in.up.noaccept {
+				in.server.LogStats()
+			}
 			if err := in.elog.Reopen(); err != nil {
 				in.log.Error("reopening logs: " + err.Error())
 			} else {
@@ -87,18 +115,29 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			}
 		case syscall.SIGQUIT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", shutting down gracefully")
-			in.server.Drain(in.cfg.Main.WorkerShutdownTimeout)
+			if !in.up.noaccept {
+				in.releaseShared()
+				in.server.Drain(in.cfg.Main.WorkerShutdownTimeout)
+			}
+			in.finish(false)
 			in.log.Log(nil, errorlog.LevelNotice, "exiting")
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", exiting")
-			in.server.Stop()
+			if !in.up.noaccept {
+				in.releaseShared()
+				in.server.Stop()
+			}
+			in.finish(true)
 			return 0
-		default:
-			in.log.Log(nil, errorlog.LevelNotice, what+", ignored: binary upgrade is not supported yet")
+		case syscall.SIGUSR2:
+			in.log.Log(nil, errorlog.LevelNotice, what+", changing binary")
+			in.changeBinary()
+		case syscall.SIGWINCH:
+			in.log.Log(nil, errorlog.LevelNotice, what+", gracefully shutting down the old binary's connections")
+			in.stopAccepting()
 		}
 	}
-	return 0
 }
 
 // reload reads the configuration again; a bad one is logged and changes nothing.
@@ -122,25 +161,34 @@ func (in *instance) reload() {
 		strings.Join(cfg.Main.WorkerCPUAffinity.Args, " ") != strings.Join(in.cfg.Main.WorkerCPUAffinity.Args, " ") {
 		in.log.Warn("changing worker_processes or worker_cpu_affinity takes a restart; the loops stay as they are")
 	}
-	elog, err := openErrorLog(cfg)
+	dests, err := logDestinations(cfg)
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
 		return
 	}
 	if err := in.server.Reload(cfg, snap); err != nil {
-		elog.Close()
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
 		return
 	}
-	old := in.elog
-	in.cfg, in.elog, in.log = cfg, elog, elog.Logger()
-	old.Close()
+	// The loops keep their loggers: the log itself moves to the new destinations.
+	if err := in.elog.Reconfigure(dests); err != nil {
+		in.log.Log(nil, errorlog.LevelAlert, "error_log of the new configuration: "+err.Error()+"; logging stays where it was")
+	}
+	in.cfg = cfg
 	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
 }
 
 func openErrorLog(cfg *conf.Config) (*errorlog.Log, error) {
+	dests, err := logDestinations(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return errorlog.Open(dests)
+}
+
+func logDestinations(cfg *conf.Config) ([]errorlog.Destination, error) {
 	var dests []errorlog.Destination
 	for _, l := range cfg.Main.ErrorLogs {
 		level, err := errorlog.ParseLevel(l.Level)
@@ -149,7 +197,7 @@ func openErrorLog(cfg *conf.Config) (*errorlog.Log, error) {
 		}
 		dests = append(dests, errorlog.Destination{Path: l.Path, Level: level})
 	}
-	return errorlog.Open(dests)
+	return dests, nil
 }
 
 func writePidFile(path string) error {
