@@ -9,6 +9,7 @@ import (
 )
 
 func main() {
+	resolveSelf(os.Args)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
