@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,18 +25,32 @@ import (
 )
 
 // Server is the running data path: one event loop per CPU, each with its proxy
-// worker and its own listener on every address.
+// worker and its own listener on every address. A reload that changes the loops
+// (worker_processes, worker_cpu_affinity, numa, numa_domains) starts a new set of
+// loops on the same listen addresses and retires the old set gracefully.
 type Server struct {
+	*loopSet // the current loops
+	opts     Options
+	log      *slog.Logger
+
+	mu  sync.Mutex
+	old map[*loopSet]bool // sets being retired
+	// rolling counts retiring sets.
+	rolling sync.WaitGroup
+}
+
+// loopSet is one generation of loops with their listeners, pools and steering.
+type loopSet struct {
 	plan    *domains.Plan
+	cpus    []int
 	loops   []*eventloop.Loop
 	workers []*proxy.Worker
 	domain  []int                                    // domain of each loop
 	pools   []*pool.Domain                           // per domain, when the plan is enabled
 	locals  []*pool.Local                            // per loop, when the plan is enabled
-	steer   *steering                                // per-address BPF steering, when the plan is enabled
+	steer   *steering                                // per-address BPF programs
 	addrs   map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
 	log     *slog.Logger
-	opts    Options
 	// retiring counts addresses whose listeners are being taken away.
 	retiring sync.WaitGroup
 }
@@ -59,53 +74,76 @@ func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Op
 	if opts.SysfsRoot == "" {
 		opts.SysfsRoot = numa.DefaultSysfsRoot
 	}
-	allowed, err := numa.AllowedCPUs()
-	if err != nil {
-		return nil, err
-	}
-	topo, err := numa.ReadTopology(opts.SysfsRoot)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := domains.Resolve(domains.ConfigOf(cfg), topo, allowed)
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := loopCPUs(cfg.Main, plan)
+	plan, cpus, err := layout(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
-	s := &Server{plan: plan, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log, opts: opts}
-	if err := s.makePools(); err != nil {
+	ls, err := newLoopSet(cfg, snap, plan, cpus, nil, opts.Inherited, log)
+	if err != nil {
 		return nil, err
+	}
+	log.Log(nil, errorlog.LevelNotice, plan.String())
+	return &Server{loopSet: ls, opts: opts, log: log, old: map[*loopSet]bool{}}, nil
+}
+
+// layout is the domains and the CPUs of the loops cfg asks for on this machine.
+func layout(cfg *conf.Config, opts Options) (*domains.Plan, []int, error) {
+	allowed, err := numa.AllowedCPUs()
+	if err != nil {
+		return nil, nil, err
+	}
+	topo, err := numa.ReadTopology(opts.SysfsRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := domains.Resolve(domains.ConfigOf(cfg), topo, allowed)
+	if err != nil {
+		return nil, nil, err
+	}
+	cpus, err := loopCPUs(cfg.Main, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, cpus, nil
+}
+
+// newLoopSet builds and starts loops on cpus, with pools (reused when given),
+// listeners on every address of snap (adopting inherited sockets first) and
+// steering.
+func newLoopSet(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus []int, pools []*pool.Domain,
+	inherited map[netip.AddrPort][]int, log *slog.Logger) (*loopSet, error) {
+	s := &loopSet{plan: plan, cpus: cpus, pools: pools, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log}
+	if s.pools == nil {
+		if err := s.makePools(); err != nil {
+			return nil, err
+		}
 	}
 	for _, cpu := range cpus {
 		if err := s.addLoop(cfg, snap, cpu); err != nil {
-			s.Stop()
+			s.stop()
 			return nil, err
 		}
 	}
 	// The program runs even without NUMA: it refuses new connections to an address a
 	// reload removes while its queues empty, and moves queued ones off a closing listener.
-	s.steer = newSteering(plan, s, log)
-	if err := s.listen(cfg, snap); err != nil {
-		s.Stop()
+	s.steer = newSteering(plan, len(s.loops), log)
+	if err := s.listen(cfg, snap, inherited); err != nil {
+		s.stop()
 		return nil, err
 	}
 	for _, l := range s.loops {
 		if err := l.Start(); err != nil {
-			s.Stop()
+			s.stop()
 			return nil, err
 		}
 	}
-	log.Log(nil, errorlog.LevelNotice, plan.String())
 	return s, nil
 }
 
 // makePools makes one node-bound buffer pool per domain; without NUMA the loops
 // keep the event loop's own heap pool.
-func (s *Server) makePools() error {
+func (s *loopSet) makePools() error {
 	if !s.plan.Enabled {
 		return nil
 	}
@@ -131,7 +169,7 @@ func errString(err error) string {
 }
 
 // addLoop makes the loop for cpu with its worker, pool and start hook.
-func (s *Server) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error {
+func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error {
 	dom := s.plan.DomainOf(cpu)
 	if dom < 0 {
 		dom = 0
@@ -188,13 +226,13 @@ func loopCPUs(m conf.Main, plan *domains.Plan) ([]int, error) {
 }
 
 // listen opens, on every loop, a listener for each address of snap it lacks.
-func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
+func (s *loopSet) listen(cfg *conf.Config, snap *proxy.Snapshot, inheritedFDs map[netip.AddrPort][]int) error {
 	for _, a := range snap.Routes.Addrs() {
 		if s.addrs[a.Addr] != nil {
 			continue
 		}
 		backlog := backlogOf(cfg, a.Addr)
-		inherited := s.opts.Inherited[a.Addr]
+		inherited := inheritedFDs[a.Addr]
 		var fds []listenerFD
 		var lns []*eventloop.Listener
 		for i, l := range s.loops {
@@ -214,7 +252,7 @@ func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 		for _, fd := range inherited {
 			unix.Close(fd)
 		}
-		delete(s.opts.Inherited, a.Addr)
+		delete(inheritedFDs, a.Addr)
 		if s.steer != nil {
 			s.steer.add(a.Addr, fds)
 		}
@@ -224,7 +262,7 @@ func (s *Server) listen(cfg *conf.Config, snap *proxy.Snapshot) error {
 }
 
 // newListener adopts the next inherited socket of addr, else opens a new one.
-func (s *Server) newListener(addr netip.AddrPort, backlog int, inherited *[]int) (*eventloop.Listener, error) {
+func (s *loopSet) newListener(addr netip.AddrPort, backlog int, inherited *[]int) (*eventloop.Listener, error) {
 	for len(*inherited) > 0 {
 		fd := (*inherited)[0]
 		*inherited = (*inherited)[1:]
@@ -245,7 +283,7 @@ func (s *Server) newListener(addr netip.AddrPort, backlog int, inherited *[]int)
 }
 
 // ListenerFDs returns the listening sockets by address, for a binary upgrade.
-func (s *Server) ListenerFDs() map[netip.AddrPort][]int {
+func (s *loopSet) ListenerFDs() map[netip.AddrPort][]int {
 	out := map[netip.AddrPort][]int{}
 	for addr, lns := range s.addrs {
 		for _, ln := range lns {
@@ -259,7 +297,7 @@ func (s *Server) ListenerFDs() map[netip.AddrPort][]int {
 // socket can be in one array only) so that a new binary can steer them; until it
 // does, the kernel's hash spreads connections. RestoreSteering undoes it when the
 // new binary did not start.
-func (s *Server) ReleaseSteering() {
+func (s *loopSet) ReleaseSteering() {
 	if s.steer == nil {
 		return
 	}
@@ -280,7 +318,7 @@ func (s *Server) ReleaseSteering() {
 }
 
 // RestoreSteering steers the listeners again after ReleaseSteering.
-func (s *Server) RestoreSteering() {
+func (s *loopSet) RestoreSteering() {
 	if s.steer == nil {
 		return
 	}
@@ -306,9 +344,21 @@ func backlogOf(cfg *conf.Config, addr netip.AddrPort) int {
 }
 
 // Reload switches every worker to snap, opens listeners for new addresses and
-// retires those of addresses snap no longer has.
+// retires those of addresses snap no longer has. When cfg asks for other loops, a
+// new set of loops takes over the same addresses and the old set drains.
 func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
-	if err := s.listen(cfg, snap); err != nil {
+	plan, cpus, err := layout(cfg, s.opts)
+	if err != nil {
+		return err
+	}
+	if plan.String() != s.plan.String() || !slices.Equal(cpus, s.cpus) {
+		return s.rollover(cfg, snap, plan, cpus)
+	}
+	return s.loopSet.reload(cfg, snap)
+}
+
+func (s *loopSet) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
+	if err := s.listen(cfg, snap, nil); err != nil {
 		return err
 	}
 	for _, w := range s.workers {
@@ -322,6 +372,62 @@ func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// rollover starts the loops cfg asks for beside the current ones, on the same
+// addresses (new sockets join each SO_REUSEPORT group and the new program takes the
+// group over), then retires the old loops: their listeners take what is queued and
+// close (what races in migrates), and they drain within worker_shutdown_timeout.
+func (s *Server) rollover(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus []int) error {
+	var reuse []*pool.Domain
+	if plan.String() == s.plan.String() {
+		reuse = s.pools // same domains: the arenas carry over
+	}
+	ns, err := newLoopSet(cfg, snap, plan, cpus, reuse, nil, s.log)
+	if err != nil {
+		return err
+	}
+	old := s.loopSet
+	if reuse != nil {
+		old.pools = nil // now the new set's
+	}
+	for _, w := range old.workers {
+		w.Reload(snap) // what the old loops still accept is served with the new configuration
+	}
+	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
+	s.loopSet = ns
+	s.mu.Lock()
+	s.old[old] = true
+	s.mu.Unlock()
+	s.rolling.Add(1)
+	go func() {
+		defer s.rolling.Done()
+		old.retireAll(cfg.Main.WorkerShutdownTimeout)
+		s.mu.Lock()
+		delete(s.old, old)
+		s.mu.Unlock()
+	}()
+	s.log.Log(nil, errorlog.LevelNotice, fmt.Sprintf("loops rolled over: %d loops on CPUs %v, %s", len(cpus), cpus, plan))
+	return nil
+}
+
+// retireAll takes a replaced set of loops away: out of its programs' socket arrays,
+// listeners emptied and closed, connections drained, then pools and programs freed.
+func (s *loopSet) retireAll(timeout time.Duration) {
+	for addr, st := range s.steer.perAddr {
+		for i, ln := range s.addrs[addr] {
+			st.RemoveListener(s.domain[i], ln.Fd())
+		}
+	}
+	for _, lns := range s.addrs {
+		for i, ln := range lns {
+			if err := s.loops[i].RemoveListener(ln); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
+				s.log.Error("closing a listener of retired loops: " + err.Error())
+			}
+		}
+	}
+	s.addrs = map[netip.AddrPort][]*eventloop.Listener{}
+	s.drain(timeout)
 }
 
 // retireGrace is how long a removed address keeps accepting after it started
@@ -339,7 +445,7 @@ var retireMaxWait = 60 * time.Second
 // what is left and closes. Without the program (no BPF) nothing stops new
 // connections, so the listeners close as soon as their queues are empty, and one
 // completing in between may be reset.
-func (s *Server) retire(addr netip.AddrPort) {
+func (s *loopSet) retire(addr netip.AddrPort) {
 	lns := s.addrs[addr]
 	delete(s.addrs, addr)
 	var st *steer.Steering
@@ -389,6 +495,11 @@ func queued(lns []*eventloop.Listener) int {
 // Drain stops accepting, lets requests in flight finish and closes idle
 // connections; after timeout (0: none) what is left is closed.
 func (s *Server) Drain(timeout time.Duration) {
+	s.loopSet.drain(timeout)
+	s.rolling.Wait()
+}
+
+func (s *loopSet) drain(timeout time.Duration) {
 	deadline := time.Now().Add(100 * 365 * 24 * time.Hour)
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -402,8 +513,20 @@ func (s *Server) Drain(timeout time.Duration) {
 	s.close()
 }
 
-// Stop closes everything now.
+// Stop closes everything now, retiring loops included.
 func (s *Server) Stop() {
+	s.mu.Lock()
+	for old := range s.old {
+		for _, l := range old.loops {
+			l.Stop()
+		}
+	}
+	s.mu.Unlock()
+	s.loopSet.stop()
+	s.rolling.Wait()
+}
+
+func (s *loopSet) stop() {
 	for _, l := range s.loops {
 		l.Stop()
 	}
@@ -412,7 +535,7 @@ func (s *Server) Stop() {
 }
 
 // close releases what outlives the loops: the steering programs and the pools.
-func (s *Server) close() {
+func (s *loopSet) close() {
 	if s.steer != nil {
 		s.steer.logStats()
 		s.steer.close()
@@ -422,15 +545,16 @@ func (s *Server) close() {
 	for _, l := range s.locals {
 		l.Close()
 	}
+	s.locals = nil
 	for _, p := range s.pools {
 		if err := p.Close(); err != nil {
 			s.log.Error("closing a buffer pool: " + err.Error())
 		}
 	}
-	s.locals, s.pools = nil, nil
+	s.pools = nil
 }
 
-// Loops returns the server's loops.
+// Loops returns the server's current loops.
 func (s *Server) Loops() []*eventloop.Loop { return s.loops }
 
 // Plan returns the NUMA domains the server runs with.
@@ -443,7 +567,7 @@ func (s *Server) LogStats() {
 	}
 }
 
-func (s *Server) wait() {
+func (s *loopSet) wait() {
 	for _, l := range s.loops {
 		<-l.Done()
 	}

@@ -28,8 +28,8 @@ type steering struct {
 	loops    int
 }
 
-func newSteering(plan *domains.Plan, s *Server, log *slog.Logger) *steering {
-	return &steering{plan: plan, perAddr: map[netip.AddrPort]*steer.Steering{}, log: log, loops: len(s.loops)}
+func newSteering(plan *domains.Plan, loops int, log *slog.Logger) *steering {
+	return &steering{plan: plan, perAddr: map[netip.AddrPort]*steer.Steering{}, log: log, loops: loops}
 }
 
 // config is the program's view of the plan.
