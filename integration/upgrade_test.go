@@ -52,7 +52,12 @@ func readPid(path string) int {
 // returns its pid; the test's end kills it if it still runs.
 func (in *instance) newBinary() int {
 	in.t.Helper()
-	old := in.cmd.Process.Pid
+	return in.nextBinary(in.cmd.Process.Pid)
+}
+
+// nextBinary is newBinary for a SIGUSR2 sent to process old.
+func (in *instance) nextBinary(old int) int {
+	in.t.Helper()
 	waitFor(in.t, "the new binary's pid file", 10*time.Second, func() bool {
 		pid := readPid(in.path("logs/numaproxy.pid"))
 		return pid != 0 && pid != old
@@ -70,6 +75,20 @@ func quitNew(t *testing.T, in *instance, pid int) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the new binary to exit", 10*time.Second, func() bool { return readPid(in.path("logs/numaproxy.pid")) != pid })
+}
+
+// logClean fails the test if the shared error log has an error or worse (a lost
+// BPF steering, say).
+func logClean(t *testing.T, in *instance) {
+	t.Helper()
+	data, _ := os.ReadFile(in.path("logs/error.log"))
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, level := range []string{"[error]", "[crit]", "[alert]", "[emerg]"} {
+			if strings.Contains(line, level) {
+				t.Errorf("error log: %s", line)
+			}
+		}
+	}
 }
 
 // twoCPUs returns two CPUs this process may run on, to simulate two domains.
@@ -239,12 +258,33 @@ func testBinaryUpgrade(t *testing.T, domains bool) {
 	}
 	newAnswers = l.countSuffix("new")
 	waitFor(t, "answers after the old binary exited", 10*time.Second, func() bool { return l.countSuffix("new") > newAnswers+100 })
+
+	// The next release: the process the upgrade started upgrades in turn (its
+	// sockets were inherited), and QUIT alone retires it.
+	if err := os.WriteFile(old.path("conf/numaproxy.conf"), []byte(upgradeConfig(port, extra, body("newer"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(newPid, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	newerPid := old.nextBinary(newPid)
+	waitFor(t, "answers from the third binary", 10*time.Second, func() bool { return l.countSuffix("newer") > 100 })
+	syscall.Kill(newPid, syscall.SIGQUIT)
+	waitFor(t, "the second binary to exit", 10*time.Second, func() bool {
+		_, err := os.Stat(old.path("logs/numaproxy.pid.oldbin"))
+		return os.IsNotExist(err)
+	})
+	newerAnswers := l.countSuffix("newer")
+	waitFor(t, "answers after the second binary exited", 10*time.Second, func() bool { return l.countSuffix("newer") > newerAnswers+100 })
+	d.checkSteered(t, addr, "newer")
+
 	l.stop(t)
-	t.Logf("%d requests answered (%d old, %d new), %d failed", l.ok.Load(), l.countSuffix("old"), l.countSuffix("new"), l.failed.Load())
+	t.Logf("%d requests answered (%d old, %d new, %d newer), %d failed", l.ok.Load(), l.countSuffix("old"), l.countSuffix("new"), l.countSuffix("newer"), l.failed.Load())
 	if l.failed.Load() != 0 {
 		t.Fatalf("%d requests failed", l.failed.Load())
 	}
-	quitNew(t, old, newPid)
+	quitNew(t, old, newerPid)
+	logClean(t, old)
 }
 
 // TestBinaryUpgradeFails: a new binary that cannot start (the configuration is now
@@ -311,6 +351,7 @@ func testBinaryUpgradeFails(t *testing.T, domains bool) {
 		t.Fatalf(".oldbin left behind: %v", err)
 	}
 	quitNew(t, old, newPid)
+	logClean(t, old)
 }
 
 // TestBinaryUpgradeRollback is nginx's way back: after SIGWINCH, SIGQUIT to the new
@@ -360,5 +401,65 @@ func testBinaryUpgradeRollback(t *testing.T, domains bool) {
 	old.cmd.Process.Signal(syscall.SIGQUIT)
 	if code := old.waitExit(); code != 0 {
 		t.Fatalf("the old binary exited with %d", code)
+	}
+	logClean(t, old)
+}
+
+// TestBinaryUpgradeRunsTheFileOnDisk: SIGUSR2 runs whatever is at the binary's path
+// now (a package upgrade renames a new file over it), with the sockets named in
+// NUMAPROXY_LISTENERS; a file that cannot be executed changes nothing.
+func TestBinaryUpgradeRunsTheFileOnDisk(t *testing.T) {
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": upgradeConfig(port, "", "old")})
+	exe, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := dir + "/sbin/numaproxy"
+	if err := os.MkdirAll(dir+"/sbin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := binary
+	binary = path
+	defer func() { binary = saved }()
+	old := start(t, dir)
+	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
+
+	// The "new release" reports what it was handed and exits.
+	script := "#!/bin/sh\necho \"$NUMAPROXY_LISTENERS $*\" > " + dir + "/handed\nexit 3\n"
+	if err := os.WriteFile(path+".new", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	old.cmd.Process.Signal(syscall.SIGUSR2)
+	old.waitLog("exited with code 3")
+	old.waitLog("binary upgrade undone: this process carries on")
+	data, _ := os.ReadFile(dir + "/handed")
+	if got, want := strings.TrimSpace(string(data)), addr+"=3,4 -p "+dir; got != want {
+		t.Fatalf("the new binary was handed %q, want %q", got, want)
+	}
+
+	// Not executable: execve fails, nothing else happens.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old.cmd.Process.Signal(syscall.SIGUSR2)
+	old.waitLog(`[alert] ` + strconv.Itoa(old.cmd.Process.Pid))
+	old.waitLog(`execve() "` + path + `" failed (13: Permission denied)`)
+	waitFor(t, "the undone upgrade", 10*time.Second, func() bool {
+		data, _ := os.ReadFile(old.path("logs/error.log"))
+		return strings.Count(string(data), "binary upgrade undone") == 2
+	})
+	if pid := readPid(old.path("logs/numaproxy.pid")); pid != old.cmd.Process.Pid {
+		t.Fatalf("the pid file holds %d, want the old pid %d back", pid, old.cmd.Process.Pid)
+	}
+	if b, err := rawGetClose(addr); err != nil || b != "old" {
+		t.Fatalf("after failed upgrades: %q, %v", b, err)
 	}
 }

@@ -160,7 +160,7 @@ func startBinary(path string, args []string, fds map[netip.AddrPort][]int) (int,
 	}
 	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{Env: env, Files: files})
 	if err != nil {
-		return 0, &os.PathError{Op: "execve", Path: path, Err: err}
+		return 0, fmt.Errorf("execve() %q failed %s", path, errorlog.Errno(err))
 	}
 	return pid, nil
 }
