@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -306,130 +307,86 @@ func (c *LocConf) inherit(parent *LocConf) error {
 }
 
 func (c *LocConf) inheritFrom(p *LocConf) {
-	// proxy_pass and return are not inherited, as in nginx: a nested location without
-	// its own proxy_pass does not proxy, and a server-level return runs before any
-	// location is chosen (see client.go).
-	take := func(bit uint64) bool { return c.set&bit == 0 }
-	if take(bitSetHeaders) {
-		c.SetHeaders = p.SetHeaders
+	for _, f := range inheritedFields {
+		if c.set&f.bit == 0 {
+			f.take(c, p)
+		}
 	}
-	if take(bitHide) {
-		c.HideHeaders = p.HideHeaders
-	}
-	if take(bitPassHeaders) {
-		c.PassHeaders = p.PassHeaders
-	}
-	if take(bitHTTPVersion) {
-		c.HTTPMinor = p.HTTPMinor
-	}
-	if take(bitConnectTimeout) {
-		c.ConnectTimeout = p.ConnectTimeout
-	}
-	if take(bitReadTimeout) {
-		c.ReadTimeout = p.ReadTimeout
-	}
-	if take(bitSendTimeout) {
-		c.SendTimeout = p.SendTimeout
-	}
-	if take(bitNextUpstream) {
-		c.NextUpstream = p.NextUpstream
-	}
-	if take(bitNextTries) {
-		c.NextUpstreamTries = p.NextUpstreamTries
-	}
-	if take(bitNextTimeout) {
-		c.NextUpstreamTimeout = p.NextUpstreamTimeout
-	}
-	if take(bitBuffering) {
-		c.Buffering = p.Buffering
-	}
-	if take(bitRedirect) {
-		c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault
-	}
-	if take(bitAddHeaders) {
-		c.AddHeaders = p.AddHeaders
-	}
-	if take(bitClientMaxBody) {
-		c.ClientMaxBodySize = p.ClientMaxBodySize
-	}
-	if take(bitClientHeaderTimeout) {
-		c.ClientHeaderTimeout = p.ClientHeaderTimeout
-	}
-	if take(bitClientBodyTimeout) {
-		c.ClientBodyTimeout = p.ClientBodyTimeout
-	}
-	if take(bitClientSendTimeout) {
-		c.ClientSendTimeout = p.ClientSendTimeout
-	}
-	if take(bitKeepaliveTimeout) {
-		c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader
-	}
-	if take(bitKeepaliveRequests) {
-		c.KeepaliveRequests = p.KeepaliveRequests
-	}
-	if take(bitServerTokens) {
-		c.ServerTokens = p.ServerTokens
-	}
-	if take(bitErrorPages) {
-		c.ErrorPages = p.ErrorPages
-	}
-	if take(bitClientHeaderBuffer) {
-		c.ClientHeaderBufferSize = p.ClientHeaderBufferSize
-	}
-	if take(bitLargeHeaderBuffers) {
+}
+
+// inheritedFields copies each directive's value from the parent level when this level
+// did not set it. proxy_pass and return are not inherited, as in nginx: a nested
+// location without its own proxy_pass does not proxy, and a server-level return runs
+// before any location is chosen (see client.go).
+var inheritedFields = []struct {
+	bit  uint64
+	take func(c, p *LocConf)
+}{
+	{bitSetHeaders, func(c, p *LocConf) { c.SetHeaders = p.SetHeaders }},
+	{bitHide, func(c, p *LocConf) { c.HideHeaders = p.HideHeaders }},
+	{bitPassHeaders, func(c, p *LocConf) { c.PassHeaders = p.PassHeaders }},
+	{bitHTTPVersion, func(c, p *LocConf) { c.HTTPMinor = p.HTTPMinor }},
+	{bitConnectTimeout, func(c, p *LocConf) { c.ConnectTimeout = p.ConnectTimeout }},
+	{bitReadTimeout, func(c, p *LocConf) { c.ReadTimeout = p.ReadTimeout }},
+	{bitSendTimeout, func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
+	{bitNextUpstream, func(c, p *LocConf) { c.NextUpstream = p.NextUpstream }},
+	{bitNextTries, func(c, p *LocConf) { c.NextUpstreamTries = p.NextUpstreamTries }},
+	{bitNextTimeout, func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
+	{bitBuffering, func(c, p *LocConf) { c.Buffering = p.Buffering }},
+	{bitRedirect, func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
+	{bitAddHeaders, func(c, p *LocConf) { c.AddHeaders = p.AddHeaders }},
+	{bitClientMaxBody, func(c, p *LocConf) { c.ClientMaxBodySize = p.ClientMaxBodySize }},
+	{bitClientHeaderTimeout, func(c, p *LocConf) { c.ClientHeaderTimeout = p.ClientHeaderTimeout }},
+	{bitClientBodyTimeout, func(c, p *LocConf) { c.ClientBodyTimeout = p.ClientBodyTimeout }},
+	{bitClientSendTimeout, func(c, p *LocConf) { c.ClientSendTimeout = p.ClientSendTimeout }},
+	{bitKeepaliveTimeout, func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
+	{bitKeepaliveRequests, func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
+	{bitServerTokens, func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
+	{bitErrorPages, func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
+	{bitClientHeaderBuffer, func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
+	{bitLargeHeaderBuffers, func(c, p *LocConf) {
 		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
-	}
+	}},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
 
-func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+// setValue stores the directive's one argument, read by parse, in a field.
+func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
 	return func(c *conf.Cursor, s *conf.Stmt) error {
-		d, err := conf.ParseTime(s.Args[0].Value)
+		v, err := parse(s.Args[0].Value)
 		if err != nil {
 			return s.InvalidValue(s.Args[0], "")
 		}
 		lc := locConf(c)
-		*field(lc) = d
+		*field(lc) = v
 		lc.set |= bit
 		return nil
 	}
+}
+
+func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return setValue(conf.ParseTime, field, bit)
 }
 
 func setNumber(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		n, err := conf.ParseNumber(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		*field(lc) = n
-		lc.set |= bit
-		return nil
-	}
+	return setValue(conf.ParseNumber, field, bit)
 }
 
+// setSize is for buffer sizes: 1 byte to 1 GiB.
 func setSize(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		n, err := conf.ParseSize(s.Args[0].Value)
-		if err != nil || n < 1 || n > 1<<30 {
-			return s.InvalidValue(s.Args[0], "")
+	return setValue(func(v string) (int, error) {
+		n, err := conf.ParseSize(v)
+		if err == nil && (n < 1 || n > 1<<30) {
+			err = errors.New("out of range")
 		}
-		lc := locConf(c)
-		*field(lc) = int(n)
-		lc.set |= bit
-		return nil
-	}
+		return int(n), err
+	}, field, bit)
 }
 
+// setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		on, _ := conf.ParseFlag(s.Args[0].Value) // checked by the parser (Flag arity)
-		lc := locConf(c)
-		*field(lc) = on
-		lc.set |= bit
-		return nil
-	}
+	return setValue(conf.ParseFlag, field, bit)
 }
 
 func setNameList(field func(*LocConf) *[]string, bit uint64) func(*conf.Cursor, *conf.Stmt) error {

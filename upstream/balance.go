@@ -103,10 +103,16 @@ func (b *Balancer) usable(p *Peer, now time.Time, tried *Tried) bool {
 // effective weight, the one with the most current weight wins and loses the total.
 // With weights 5, 1, 1 it yields a a b a c a a.
 func (b *Balancer) roundRobin(now time.Time, peers []*Peer, tried *Tried) *Peer {
+	return b.smooth(now, peers, tried, nil)
+}
+
+// smooth is the round robin over the usable peers; with tiedWith set, only over
+// those as loaded as it (least_conn's tie-break).
+func (b *Balancer) smooth(now time.Time, peers []*Peer, tried *Tried, tiedWith *Peer) *Peer {
 	var best *Peer
 	total := 0
 	for _, p := range peers {
-		if !b.usable(p, now, tried) {
+		if !b.usable(p, now, tried) || (tiedWith != nil && !b.sameLoad(p, tiedWith)) {
 			continue
 		}
 		i := p.index
@@ -125,6 +131,14 @@ func (b *Balancer) roundRobin(now time.Time, peers []*Peer, tried *Tried) *Peer 
 	return best
 }
 
+// lessLoaded and sameLoad compare connections per weight without dividing.
+func (b *Balancer) lessLoaded(p, q *Peer) bool {
+	return b.conns[p.index]*q.Weight < b.conns[q.index]*p.Weight
+}
+func (b *Balancer) sameLoad(p, q *Peer) bool {
+	return b.conns[p.index]*q.Weight == b.conns[q.index]*p.Weight
+}
+
 // leastConn picks the usable peer with the fewest connections for its weight; ties
 // are settled by smooth round robin among the tied peers.
 func (b *Balancer) leastConn(now time.Time, peers []*Peer, tried *Tried) *Peer {
@@ -135,33 +149,16 @@ func (b *Balancer) leastConn(now time.Time, peers []*Peer, tried *Tried) *Peer {
 			continue
 		}
 		switch {
-		case best == nil || b.conns[p.index]*best.Weight < b.conns[best.index]*p.Weight:
+		case best == nil || b.lessLoaded(p, best):
 			best, ties = p, 1
-		case b.conns[p.index]*best.Weight == b.conns[best.index]*p.Weight:
+		case b.sameLoad(p, best):
 			ties++
 		}
 	}
 	if ties <= 1 {
 		return best
 	}
-	var winner *Peer
-	total := 0
-	for _, p := range peers {
-		if !b.usable(p, now, tried) || b.conns[p.index]*best.Weight != b.conns[best.index]*p.Weight {
-			continue
-		}
-		i := p.index
-		b.current[i] += b.effective[i]
-		total += b.effective[i]
-		if b.effective[i] < p.Weight {
-			b.effective[i]++
-		}
-		if winner == nil || b.current[i] > b.current[winner.index] {
-			winner = p
-		}
-	}
-	b.current[winner.index] -= total
-	return winner
+	return b.smooth(now, peers, tried, best)
 }
 
 // maxHashTries is how many re-hashes the hash methods try before falling back to
@@ -307,7 +304,7 @@ func (b *Balancer) random(now time.Time, tried *Tried, two bool) *Peer {
 	tried.set(first.index)
 	second := b.randomPick(now, tried)
 	tried.bits[first.index>>6] &^= 1 << (first.index & 63)
-	if second != nil && b.conns[second.index]*first.Weight < b.conns[first.index]*second.Weight {
+	if second != nil && b.lessLoaded(second, first) {
 		return second
 	}
 	return first
