@@ -154,12 +154,40 @@ func (c *client) proxy() {
 	if c.internalGET {
 		c.body = bodyNone
 	}
+	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
+		c.conn.Write(continue100)
+	}
 	if c.body == bodyChunked && c.lcf.HTTPMinor == 0 {
-		// A chunked body cannot go to an HTTP/1.0 server without buffering it whole.
-		c.keepAlive = false
-		c.respondStatus(411)
+		// An HTTP/1.0 server takes no chunked body: as nginx does (it buffers request
+		// bodies), read the whole body first, then send it with its length. It is held
+		// in memory, so client_max_body_size bounds it (64 MiB when that is 0).
+		c.buffering = true
+		c.readBody()
 		return
 	}
+	if !c.startExchange() {
+		return
+	}
+	if c.body == bodyNone {
+		c.state = csWait
+		c.ex.requestSent()
+		return
+	}
+	c.readBody()
+}
+
+// readBody starts reading the request body, beginning with what came with the head.
+func (c *client) readBody() {
+	c.state = csBody
+	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+	pending := c.in[c.headLen:]
+	c.in = c.in[:c.headLen]
+	c.takeBody(pending)
+}
+
+// startExchange builds the upstream request head and connects; false when it
+// answered the client with an error.
+func (c *client) startExchange() bool {
 	g := c.lcf.Pass.Group
 	// The exchange lives in the client, reused request after request: its upstream
 	// connections never keep it as their context once it ends (see the guards in
@@ -170,22 +198,43 @@ func (c *client) proxy() {
 	pool := c.conn.Loop().Pool()
 	ex.head = ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
 	c.ex = ex
-	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
-		c.conn.Write(continue100)
+	return ex.connect()
+}
+
+// maxBufferedBody bounds a buffered body when client_max_body_size is 0.
+const maxBufferedBody = 64 << 20
+
+// bufferChunk keeps decoded body data of a buffered request.
+func (c *client) bufferChunk(data []byte) {
+	pool := c.conn.Loop().Pool()
+	if len(c.bodyBuf)+len(data) > cap(c.bodyBuf) {
+		bigger := pool.Get(max(2*cap(c.bodyBuf), len(c.bodyBuf)+len(data), 4096))[:len(c.bodyBuf)]
+		copy(bigger, c.bodyBuf)
+		if c.bodyBuf != nil {
+			pool.Put(c.bodyBuf[:cap(c.bodyBuf)])
+		}
+		c.bodyBuf = bigger
 	}
-	if !ex.connect() {
-		return
+	c.bodyBuf = append(c.bodyBuf, data...)
+}
+
+// sendBuffered sends a buffered body, now whole, with its length.
+func (c *client) sendBuffered() {
+	c.buffering = false
+	c.body = bodyLength
+	c.contentLength = int64(len(c.bodyBuf))
+	if c.startExchange() {
+		c.ex.sendBody(c.bodyBuf)
+		c.bodyDone()
 	}
-	if c.body == bodyNone {
-		c.state = csWait
-		ex.requestSent()
-		return
+	c.releaseBodyBuf()
+}
+
+func (c *client) releaseBodyBuf() {
+	if c.bodyBuf != nil {
+		c.conn.Loop().Pool().Put(c.bodyBuf[:cap(c.bodyBuf)])
+		c.bodyBuf = nil
 	}
-	c.state = csBody
-	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
-	pending := c.in[c.headLen:]
-	c.in = c.in[:c.headLen]
-	c.takeBody(pending)
 }
 
 // connect picks a server and opens (or reuses) a connection to it, queuing the

@@ -67,10 +67,13 @@ type client struct {
 	forceStatus int  // the status an error_page imposes on the response; 0: none
 	internalGET bool // after an error_page redirect the request goes on as GET
 
-	body      bodyKind
-	bodyLen   http1.LengthBody
-	chunks    http1.ChunkedDecoder
-	bodyTotal int64 // body bytes received, against client_max_body_size
+	body          bodyKind
+	contentLength int64  // the body length sent upstream (Content-Length)
+	buffering     bool   // the chunked body is read whole before it goes upstream
+	bodyBuf       []byte // pooled: the buffered body
+	bodyLen       http1.LengthBody
+	chunks        http1.ChunkedDecoder
+	bodyTotal     int64 // body bytes received, against client_max_body_size
 
 	ex *exchange // the upstream side, while proxying: &exStore or nil
 
@@ -179,7 +182,7 @@ func (c *client) begin() {
 	c.snap = c.w.snapshotFor(c.local)
 	c.started = time.Now()
 	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
-	c.body = bodyNone
+	c.body, c.buffering = bodyNone, false
 	c.srv, c.loc, c.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
@@ -270,6 +273,7 @@ func (c *client) bodyFraming() bool {
 	case r.ContentLength() > 0:
 		c.body = bodyLength
 		c.bodyLen = http1.NewLengthBody(r.ContentLength())
+		c.contentLength = r.ContentLength()
 		if max := c.lcf.ClientMaxBodySize; max > 0 && r.ContentLength() > max {
 			c.keepAlive = false // the body is not read, so the connection cannot go on
 			c.respondStatus(413)
@@ -297,22 +301,30 @@ func (c *client) takeBody(data []byte) {
 		case bodyChunked:
 			n, chunk, err := c.chunks.Decode(data)
 			if err != nil {
-				c.ex.abort()
+				c.abortExchange()
 				c.keepAlive = false
 				c.failRequest(400)
 				return
 			}
 			c.bodyTotal += int64(len(chunk))
-			if max := c.lcf.ClientMaxBodySize; max > 0 && c.bodyTotal > max {
-				c.ex.abort()
+			if c.bodyTooLarge() {
+				c.abortExchange()
 				c.keepAlive = false
 				c.failRequest(413)
 				return
 			}
-			c.ex.sendBody(data[:n])
+			if c.buffering {
+				c.bufferChunk(chunk)
+			} else {
+				c.ex.sendBody(data[:n])
+			}
 			data = data[n:]
 			if c.chunks.Done() {
-				c.bodyDone()
+				if c.buffering {
+					c.sendBuffered()
+				} else {
+					c.bodyDone()
+				}
 			}
 		}
 	}
@@ -321,6 +333,23 @@ func (c *client) takeBody(data []byte) {
 		c.paused = true
 		c.conn.PauseRead()
 	}
+}
+
+// bodyTooLarge checks client_max_body_size (and the bound of a buffered body).
+func (c *client) bodyTooLarge() bool {
+	max := c.lcf.ClientMaxBodySize
+	if c.buffering && (max == 0 || max > maxBufferedBody) {
+		max = maxBufferedBody
+	}
+	return max > 0 && c.bodyTotal > max
+}
+
+// abortExchange drops the upstream side, if there is one yet.
+func (c *client) abortExchange() {
+	if c.ex != nil {
+		c.ex.abort()
+	}
+	c.releaseBodyBuf()
 }
 
 // bodyDone: the whole request is read and sent on.
@@ -404,6 +433,7 @@ func (c *client) release() {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		c.uriBuf = nil
 	}
+	c.releaseBodyBuf()
 }
 
 func (c *client) onWriteBlocked() {
@@ -444,7 +474,7 @@ func (c *client) onTimeout() {
 		}
 		c.close() // an idle keep-alive connection timed out
 	case csBody:
-		c.ex.abort()
+		c.abortExchange()
 		c.keepAlive = false
 		c.failRequest(408)
 	case csTunnel:

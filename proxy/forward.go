@@ -62,7 +62,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		switch c.body {
 		case bodyLength:
 			h = append(h, "Content-Length: "...)
-			h = strconv.AppendInt(h, r.ContentLength(), 10)
+			h = strconv.AppendInt(h, c.contentLength, 10)
 			h = append(h, "\r\n"...)
 		case bodyChunked:
 			h = append(h, "Transfer-Encoding: chunked\r\n"...)
