@@ -157,10 +157,6 @@ func (in *instance) reload() {
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
 		return
 	}
-	if n := cfg.Main.WorkerProcesses; n != in.cfg.Main.WorkerProcesses ||
-		strings.Join(cfg.Main.WorkerCPUAffinity.Args, " ") != strings.Join(in.cfg.Main.WorkerCPUAffinity.Args, " ") {
-		in.log.Warn("changing worker_processes or worker_cpu_affinity takes a restart; the loops stay as they are")
-	}
 	dests, err := logDestinations(cfg)
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
