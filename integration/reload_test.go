@@ -407,7 +407,7 @@ func TestRemovedListenerServesQueued(t *testing.T) {
 worker_processes 1;
 events { worker_connections 2; }
 http {
-  keepalive_timeout 1s;
+  keepalive_timeout 60s;
   server { listen 127.0.0.1:%d; location / { return 200 "kept"; } }
 `, keep)
 		if withGone {
@@ -419,12 +419,14 @@ http {
 	in := start(t, dir)
 	goneAddr := "127.0.0.1:" + strconv.Itoa(gone)
 	// Two idle keep-alive connections fill the loop.
+	var fillers []net.Conn
 	for i := 0; i < 2; i++ {
 		c, err := net.Dial("tcp", goneAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		fillers = append(fillers, c)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n")
 		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("filling the loop: %v %v", resp, err)
@@ -447,6 +449,11 @@ http {
 		t.Fatal(err)
 	}
 	in.cmd.Process.Signal(syscall.SIGHUP)
+	in.waitLog("configuration reloaded")
+	// Room in the loop: the queued connections are accepted now, after the reload.
+	for _, c := range fillers {
+		c.Close()
+	}
 	for i := 0; i < n; i++ {
 		if err := <-results; err != nil {
 			t.Errorf("queued connection %d: %v", i, err)
