@@ -168,6 +168,21 @@ func newDomainsSetup(t *testing.T, on bool) domainsSetup {
 	return domainsSetup{on: true, cpu0: cpu0, cpu1: cpu1, extra: fmt.Sprintf("numa_domains %d %d;", cpu0, cpu1)}
 }
 
+// startOldUnderLoad starts the instance an upgrade test replaces, answering "old",
+// with keep-alive and connection-per-request load already answered by it.
+func startOldUnderLoad(t *testing.T, d domainsSetup) (port int, addr string, old *instance, l *load) {
+	t.Helper()
+	port = freePort(t)
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": upgradeConfig(port, d.extra, d.body("old"))})
+	old = start(t, dir)
+	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
+	l = startLoad(t, addr, 4, 4)
+	t.Cleanup(l.cancel)
+	waitFor(t, "answers from the old binary", 10*time.Second, func() bool { return l.countSuffix("old") > 100 })
+	return port, addr, old, l
+}
+
 func (d domainsSetup) body(name string) string {
 	if d.on {
 		return "$numa_node " + name
@@ -194,14 +209,7 @@ func (d domainsSetup) checkSteered(t *testing.T, addr, name string) {
 func testBinaryUpgrade(t *testing.T, domains bool) {
 	d := newDomainsSetup(t, domains)
 	extra, body := d.extra, d.body
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": upgradeConfig(port, extra, body("old"))})
-	old := start(t, dir)
-	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
-	l := startLoad(t, addr, 4, 4)
-	defer l.cancel()
-	waitFor(t, "answers from the old binary", 10*time.Second, func() bool { return l.countSuffix("old") > 100 })
+	port, addr, old, l := startOldUnderLoad(t, d)
 
 	// The new process reads the configuration file as it is now.
 	if err := os.WriteFile(old.path("conf/numaproxy.conf"), []byte(upgradeConfig(port, extra, body("new"))), 0o644); err != nil {
@@ -297,14 +305,7 @@ func TestBinaryUpgradeFails(t *testing.T) {
 
 func testBinaryUpgradeFails(t *testing.T, domains bool) {
 	d := newDomainsSetup(t, domains)
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": upgradeConfig(port, d.extra, d.body("old"))})
-	old := start(t, dir)
-	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
-	l := startLoad(t, addr, 4, 4)
-	defer l.cancel()
-	waitFor(t, "answers", 10*time.Second, func() bool { return l.countSuffix("old") > 100 })
+	port, addr, old, l := startOldUnderLoad(t, d)
 
 	conf := old.path("conf/numaproxy.conf")
 	bad := strings.Replace(upgradeConfig(port, d.extra, d.body("new")), "location /", "locaton /", 1)
@@ -364,14 +365,7 @@ func TestBinaryUpgradeRollback(t *testing.T) {
 
 func testBinaryUpgradeRollback(t *testing.T, domains bool) {
 	d := newDomainsSetup(t, domains)
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": upgradeConfig(port, d.extra, d.body("old"))})
-	old := start(t, dir)
-	waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
-	l := startLoad(t, addr, 4, 4)
-	defer l.cancel()
-	waitFor(t, "answers", 10*time.Second, func() bool { return l.countSuffix("old") > 100 })
+	port, addr, old, l := startOldUnderLoad(t, d)
 	if err := os.WriteFile(old.path("conf/numaproxy.conf"), []byte(upgradeConfig(port, d.extra, d.body("new"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
