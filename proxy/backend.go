@@ -66,7 +66,8 @@ type exchange struct {
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
 
-	chunkIov [3][]byte // Writev scratch for re-chunking
+	chunkIov [4][]byte // Writev scratch: the pending head and a (re-chunked) body piece
+	head2    []byte    // the response head, held to go out in one writev with the first body bytes
 }
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
@@ -552,9 +553,10 @@ func (ex *exchange) startResponse(headLen int) {
 		ex.connect()
 		return
 	}
-	ex.writeResponseHead()
+	ex.head2 = ex.appendResponseHead()
 	rest := ex.rbuf[headLen:]
 	if code == 101 {
+		ex.flushHead()
 		ex.state = exTunnel
 		c.state = csTunnel
 		if len(rest) > 0 {
@@ -577,6 +579,7 @@ func (ex *exchange) startResponse(headLen int) {
 	ex.framing = ex.resp.Framing()
 	switch ex.framing {
 	case http1.BodyNone:
+		ex.flushHead()
 		ex.releaseResponseBuffer()
 		ex.complete(len(rest) == 0)
 		return
@@ -587,7 +590,33 @@ func (ex *exchange) startResponse(headLen int) {
 	}
 	// rest aliases rbuf; pass it on before the buffer goes back.
 	ex.takeBody(rest)
+	ex.flushHead() // no body bytes came with the head
 	ex.releaseResponseBuffer()
+}
+
+// toClient sends response bytes to the client; while the head waits (ex.head2) it
+// goes in the same writev, so a small response costs one system call.
+func (ex *exchange) toClient(pieces ...[]byte) {
+	iov := append(ex.chunkIov[:0], ex.head2)
+	if ex.head2 == nil {
+		iov = iov[:0]
+	}
+	iov = append(iov, pieces...)
+	if len(iov) == 1 {
+		ex.c.conn.Write(iov[0])
+	} else {
+		ex.c.conn.Writev(iov)
+	}
+	clear(iov)
+	ex.head2 = nil
+}
+
+// flushHead sends the response head if it still waits for body bytes.
+func (ex *exchange) flushHead() {
+	if ex.head2 != nil {
+		ex.c.conn.Write(ex.head2)
+		ex.head2 = nil
+	}
 }
 
 func (ex *exchange) releaseResponseBuffer() {
@@ -607,7 +636,7 @@ func (ex *exchange) takeBody(data []byte) {
 	case http1.BodyContentLength:
 		part := ex.rlen.Take(data)
 		if len(part) > 0 {
-			c.conn.Write(part)
+			ex.toClient(part)
 			c.bodySent += int64(len(part))
 		}
 		if ex.rlen.Done() {
@@ -625,9 +654,9 @@ func (ex *exchange) takeBody(data []byte) {
 				return
 			}
 			if ex.rawChunks {
-				c.conn.Write(data[:n])
+				ex.toClient(data[:n])
 			} else if len(chunk) > 0 {
-				c.conn.Write(chunk)
+				ex.toClient(chunk)
 			}
 			c.bodySent += int64(len(chunk))
 			data = data[n:]
@@ -642,12 +671,9 @@ func (ex *exchange) takeBody(data []byte) {
 		}
 		if ex.toChunked {
 			var hdr [20]byte
-			iov := ex.chunkIov[:0]
-			iov = append(iov, http1.AppendChunkHeader(hdr[:0], len(data)), data, crlf)
-			c.conn.Writev(iov)
-			clear(iov)
+			ex.toClient(http1.AppendChunkHeader(hdr[:0], len(data)), data, crlf)
 		} else {
-			c.conn.Write(data)
+			ex.toClient(data)
 		}
 		c.bodySent += int64(len(data))
 	}
@@ -658,6 +684,7 @@ func (ex *exchange) takeBody(data []byte) {
 // client goes on.
 func (ex *exchange) complete(clean bool) {
 	c := ex.c
+	ex.flushHead() // a body of no bytes: the head goes alone
 	ex.state = exDone
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {

@@ -21,9 +21,10 @@ func hiddenByDefault(name []byte) bool {
 // queued pauses reading the upstream until the queue is empty again.
 const unbufferedHighWater, unbufferedLowWater = 1, 0
 
-// writeResponseHead sends the client the upstream's status and fields, rewritten
-// as nginx does, with the framing chosen for the client.
-func (ex *exchange) writeResponseHead() {
+// appendResponseHead builds the client's response head from the upstream's status and
+// fields, rewritten as nginx does, with the framing chosen for the client. It lives
+// in the worker's scratch buffer until sent (toClient, flushHead).
+func (ex *exchange) appendResponseHead() []byte {
 	c := ex.c
 	resp := &ex.resp
 	lcf := c.lcf
@@ -91,7 +92,7 @@ func (ex *exchange) writeResponseHead() {
 	h = c.appendAddHeaders(h, code)
 	h = append(h, "\r\n"...)
 	c.w.scratch = h[:0]
-	c.conn.Write(h)
+	return h
 }
 
 // appendClientFraming chooses how the body reaches the client: the same length, the
