@@ -17,7 +17,7 @@ func (l *Loop) acceptEvent(ln *Listener) {
 			l.pauseAccept(ln, ErrTooManyConns)
 			return
 		}
-		fd, sa, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, remote, err := accept4(ln.fd)
 		if err != nil {
 			switch err {
 			case unix.EAGAIN:
@@ -36,7 +36,11 @@ func (l *Loop) acceptEvent(ln *Listener) {
 		l.accepted.Add(1)
 		_ = socket.SetNoDelay(fd, 1)
 		c := l.newConn(fd, l.handler)
-		c.remote = fromSockaddr(sa)
+		c.remote = remote
+		if !ln.addr.Addr().IsUnspecified() {
+			// Bound to one address: that is the local address, no getsockname needed.
+			c.local, c.localLoaded = ln.addr, true
+		}
 		if err := l.registerConn(c, connOpen); err != nil {
 			l.log.Error("register accepted connection", "err", err)
 			_ = unix.Close(fd)

@@ -183,9 +183,10 @@ func (c *conn) closeNow(err error) {
 	c.timer.Stop()
 	c.q.release(l.pool)
 	l.table.unregister(c.fd)
-	// Explicit: close(2) leaves the registration alive while a forked child
-	// still holds the fd between fork and exec.
-	l.epollDel(c.fd)
+	// close(2) takes the fd out of the epoll set; no EPOLL_CTL_DEL (a system call
+	// per connection). If a forked child holds the socket until its exec (binary
+	// upgrade), the registration outlives the fd for that moment: its events carry
+	// the old generation and are dropped as stale.
 	_ = unix.Close(c.fd)
 	l.openConns.Add(-1)
 	l.closed.Add(1)

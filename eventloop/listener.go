@@ -100,14 +100,6 @@ func ListenerFromFD(fd int) (*Listener, error) {
 	return &Listener{fd: fd, addr: addr}, nil
 }
 
-func localAddr(fd int) (netip.AddrPort, error) {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	return fromSockaddr(sa), nil
-}
-
 // Fd returns the listening socket, e.g. for a BPF socket array or to pass to
 // a new process. It stays owned by the Listener.
 func (ln *Listener) Fd() int { return ln.fd }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,13 +27,45 @@ func toSockaddr(addr netip.AddrPort) (unix.Sockaddr, int) {
 	return sa, unix.AF_INET6
 }
 
-// fromSockaddr converts a kernel address; other families give the zero AddrPort.
-func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+// x/sys's Accept4 and Getsockname ask the kernel for SO_PROTOCOL and allocate a
+// Sockaddr for every address they return; a connection's life makes these calls
+// once or twice, so they are made here directly into a stack buffer and decoded
+// without allocating.
+
+// accept4 accepts one connection, non-blocking and close-on-exec, with its peer.
+func accept4(fd int) (int, netip.AddrPort, error) {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	nfd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+	if errno != 0 {
+		return -1, netip.AddrPort{}, errno
+	}
+	return int(nfd), rawAddrPort(&rsa), nil
+}
+
+// localAddr is getsockname(2) as a netip.AddrPort.
+func localAddr(fd int) (netip.AddrPort, error) {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	_, _, errno := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	if errno != 0 {
+		return netip.AddrPort{}, fmt.Errorf("getsockname: %w", errno)
+	}
+	return rawAddrPort(&rsa), nil
+}
+
+// rawAddrPort decodes an IPv4 or IPv6 kernel address; others give the zero value.
+func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
 	}
 	return netip.AddrPort{}
 }
