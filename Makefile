@@ -4,7 +4,7 @@ BIN      := bin/numaproxy
 REVISION := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS  := -X main.revision=$(REVISION)
 
-.PHONY: build run test unit test-numa lint fuzz docs generate clean
+.PHONY: build run test unit test-numa lint fuzz docs generate bench bench-quick clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/numaproxy
@@ -48,6 +48,16 @@ docs:
 # a test in numa/steering fails when the committed ones drift from the source.
 generate:
 	$(GO) generate ./numa/steering/
+
+# Side-by-side benchmark against nginx, HAProxy and httputil.ReverseProxy
+# (integration/bench/README.md). Needs root and 2+ CPUs; installs nginx, haproxy and
+# wrk if missing. Not a pass/fail test.
+BENCHFLAGS ?=
+bench:
+	$(GO) run ./integration/bench $(BENCHFLAGS)
+
+bench-quick:
+	$(GO) run ./integration/bench -quick $(BENCHFLAGS)
 
 clean:
 	rm -rf bin logs
