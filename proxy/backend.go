@@ -232,7 +232,7 @@ func (c *client) sendBuffered() {
 }
 
 func (c *client) releaseBodyBuf() {
-	if c.bodyBuf != nil {
+	if c.request != nil && c.bodyBuf != nil {
 		c.conn.Loop().Pool().Put(c.bodyBuf[:cap(c.bodyBuf)])
 		c.bodyBuf = nil
 	}

@@ -221,7 +221,7 @@ func BenchmarkTemplate(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := NewWorker(snap, slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
-	c := &client{w: w, local: netip.MustParseAddrPort("127.0.0.1:8080"), remote: netip.MustParseAddrPort("192.0.2.7:51234"), id: 7, requests: 3, status: 200}
+	c := &client{w: w, local: netip.MustParseAddrPort("127.0.0.1:8080"), remote: netip.MustParseAddrPort("192.0.2.7:51234"), id: 7, requests: 3, request: &request{status: 200}}
 	c.in = []byte("GET /api/items?id=42&x=y HTTP/1.1\r\nHost: Example.com:8080\r\nUser-Agent: bench/1.0\r\nX-Forwarded-For: 203.0.113.1\r\nCookie: a=1; sid=abc\r\n\r\n")
 	n, err := c.req.Parse(c.in)
 	if err != nil {

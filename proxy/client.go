@@ -31,7 +31,10 @@ const (
 	bodyChunked
 )
 
-// client is one client connection and the request it is serving.
+// client is one client connection. What only a request in progress needs (its
+// parsed head, routing, body framing, the upstream exchange) is in a request taken
+// from the worker when bytes arrive and given back when the connection goes idle,
+// so an idle keep-alive connection holds a small struct and no buffer.
 type client struct {
 	w      *Worker
 	conn   eventloop.Conn
@@ -42,26 +45,31 @@ type client struct {
 
 	in       []byte // pooled: the request head, then bytes received after it; nil when idle
 	headLen  int
-	req      http1.Request
 	requests int  // requests started on this connection
 	driving  bool // inside drive: finishing a request must not recurse into the next
 	paused   bool // reading paused by us (pipelining) rather than by backpressure
 	// ownWatermarks: the connection has proxy_buffering off's watermarks until the
 	// response ends.
 	ownWatermarks bool
+	keepAlive     bool
+	srvConf       *LocConf  // the server's config (the default server's until a request names one)
+	lcf           *LocConf  // the location's config, else srvConf
+	ex            *exchange // the upstream side, while proxying: &exStore or nil
 
-	// The request being served.
+	*request // nil while idle
+}
+
+// request is the state of the request a client is serving.
+type request struct {
+	req         http1.Request
 	snap        *Snapshot
 	srv         *conf.Server
-	srvConf     *LocConf
 	loc         *conf.Location
-	lcf         *LocConf
 	prefix      string // the matched prefix location's path, for proxy_pass URI replacement
 	uriBuf      []byte // pooled: the normalised path ($uri)
 	started     time.Time
 	status      int
 	bodySent    int64
-	keepAlive   bool
 	redirects   int  // internal redirects (error_page) taken
 	uriChanged  bool // an error_page redirect replaced $uri (and dropped the arguments)
 	forceStatus int  // the status an error_page imposes on the response; 0: none
@@ -75,10 +83,42 @@ type client struct {
 	chunks        http1.ChunkedDecoder
 	bodyTotal     int64 // body bytes received, against client_max_body_size
 
-	ex *exchange // the upstream side, while proxying: &exStore or nil
-
 	exStore exchange // the exchange of the current request, reused by the next
 }
+
+// takeRequest gives the client request state for the bytes that arrived.
+func (c *client) takeRequest() {
+	if c.request != nil {
+		return
+	}
+	w := c.w
+	if n := len(w.freeRequests); n > 0 {
+		c.request = w.freeRequests[n-1]
+		w.freeRequests[n-1] = nil
+		w.freeRequests = w.freeRequests[:n-1]
+	} else {
+		c.request = &request{}
+	}
+	c.req.Limits = c.limits(c.defaultServerConf())
+}
+
+// giveRequest returns the request state to the worker (its buffers went back first).
+func (c *client) giveRequest() {
+	r := c.request
+	if r == nil {
+		return
+	}
+	c.request = nil
+	r.req.Reset()
+	r.snap, r.srv, r.loc, r.prefix = nil, nil, nil, ""
+	r.exStore = exchange{chunkIov: r.exStore.chunkIov}
+	if len(c.w.freeRequests) < maxFreeRequests {
+		c.w.freeRequests = append(c.w.freeRequests, r)
+	}
+}
+
+// maxFreeRequests bounds the request states a worker keeps for reuse.
+const maxFreeRequests = 1024
 
 func newClient(w *Worker, c eventloop.Conn) *client {
 	return &client{w: w, conn: c, id: connectionSerial.Add(1), local: c.LocalAddr(), remote: c.RemoteAddr()}
@@ -95,8 +135,10 @@ func (c *client) defaultServerConf() *LocConf {
 }
 
 func (c *client) start() {
+	c.srvConf = c.defaultServerConf()
+	c.lcf = c.srvConf
 	c.conn.SetIdle(false)
-	c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+	c.conn.SetTimeout(c.srvConf.ClientHeaderTimeout)
 }
 
 // limits are the head limits of large_client_header_buffers.
@@ -150,9 +192,7 @@ func (c *client) drive() {
 	c.driving = true
 	defer func() { c.driving = false }()
 	for c.state == csHead && len(c.in) > 0 {
-		if c.req.Limits.MaxHeadSize == 0 {
-			c.req.Limits = c.limits(c.defaultServerConf())
-		}
+		c.takeRequest()
 		n, err := c.req.Parse(c.in)
 		if errors.Is(err, http1.ErrNeedMore) {
 			if c.requests > 0 || len(c.in) > 0 {
@@ -179,6 +219,7 @@ func (c *client) drive() {
 
 // begin starts a request: its snapshot, clock and server.
 func (c *client) begin() {
+	c.takeRequest()
 	c.snap = c.w.snapshotFor(c.local)
 	c.started = time.Now()
 	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
@@ -374,7 +415,7 @@ func (c *client) failRequest(status int) {
 // to a pipelined request) or closes.
 func (c *client) finish() {
 	pool := c.conn.Loop().Pool()
-	if c.uriBuf != nil {
+	if c.request != nil && c.uriBuf != nil {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		c.uriBuf = nil
 	}
@@ -396,9 +437,11 @@ func (c *client) finish() {
 	c.req.Reset()
 	c.state = csHead
 	if rest == 0 {
-		// Idle: hold no buffer.
+		// Idle: hold no buffer and no request state.
 		pool.Put(c.in[:cap(c.in)])
 		c.in = nil
+		c.releaseBodyBuf()
+		c.giveRequest()
 		c.conn.SetIdle(true)
 		c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
 	}
@@ -429,11 +472,15 @@ func (c *client) release() {
 		pool.Put(c.in[:cap(c.in)])
 		c.in = nil
 	}
+	if c.request == nil {
+		return
+	}
 	if c.uriBuf != nil {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		c.uriBuf = nil
 	}
 	c.releaseBodyBuf()
+	c.giveRequest()
 }
 
 func (c *client) onWriteBlocked() {

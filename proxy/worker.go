@@ -28,9 +28,10 @@ type Worker struct {
 	backends backendHandler
 	numaNode int // the loop's domain, for $numa_node
 
-	balancers map[*upstream.Group]*upstream.Balancer
-	idle      map[netip.AddrPort]*idleList // keep-alive upstream connections by peer
-	freeIdle  []*idleConn                  // recycled idleConn structs
+	freeRequests []*request // request states idle connections gave back, for reuse
+	balancers    map[*upstream.Group]*upstream.Balancer
+	idle         map[netip.AddrPort]*idleList // keep-alive upstream connections by peer
+	freeIdle     []*idleConn                  // recycled idleConn structs
 
 	scratch  []byte // builds heads; reused, never retained
 	body     []byte // builds local response bodies (return text); reused
