@@ -31,6 +31,10 @@ type Config struct {
 	// nginx's worker_connections: at the bound the loop stops accepting until one
 	// closes. 0 means no bound.
 	MaxConns int
+	// HoldP makes the loop wait for events without giving its P back to the Go
+	// scheduler (see poll.go): cheaper wake-ups, but each loop then needs a P of its
+	// own, so GOMAXPROCS must be larger than the number of HoldP loops.
+	HoldP bool
 	// AcceptRetry is how long a listener stays unpolled after accept failed
 	// for lack of fds or memory, unless a connection of the loop closes first;
 	// default 100ms.

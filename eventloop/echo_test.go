@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 )
 
@@ -49,19 +51,27 @@ func TestEchoAndConnAPI(t *testing.T) {
 }
 
 func TestCloseFlushesQueuedOutput(t *testing.T) {
-	big := make([]byte, 4<<20)
+	// More than the kernel's largest send buffer (tcp_wmem's 4 MiB), to a client with
+	// a small receive window: the write cannot all go out at once.
+	big := make([]byte, 8<<20)
 	for i := range big {
 		big[i] = byte(i)
 	}
 	h := &funcHandler{data: func(c Conn, b []byte) {
 		_, _ = c.Write(big)
 		if c.Queued() == 0 {
-			t.Error("4 MiB went out at once: nothing left to flush")
+			t.Error("8 MiB went out at once: nothing left to flush")
 		}
 		_ = c.Close()
 	}}
 	_, addr := startLoop(t, Config{Handler: h})
-	c := dial(t, addr)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer c.Close()
 	if _, err := c.Write([]byte("go")); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ const (
 	slotConn
 	slotListener
 	slotTimerfd
+	slotTasks
 )
 
 // slot is the loop's record of one fd. Every registration gets a fresh

@@ -10,11 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2/pkg/netpoll"
-	"github.com/panjf2000/gnet/v2/pkg/queue"
 	"golang.org/x/sys/unix"
-
-	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
 
 	"github.com/numaproxy/numaproxy/numa"
 )
@@ -35,7 +31,10 @@ type Loop struct {
 	handler Handler
 	pool    BufferPool
 
-	poller   *netpoll.Poller
+	taskFd   int      // eventfd: written when tasks are queued, in the epoll set
+	tasks    []func() // queued by Run, under mu
+	running  []func() // the batch being run (reused)
+	taskBuf  [8]byte
 	epfd     int
 	events   [batchSize]unix.EpollEvent
 	modEvent unix.EpollEvent
@@ -84,15 +83,13 @@ func New(cfg Config) (*Loop, error) {
 	// The read buffer comes from the pool too, so a node-bound pool places
 	// the hottest buffer of the loop on the loop's node; it goes back at exit.
 	l.scratch = l.pool.Get(cfg.ReadBufferSize)
-	var err error
-	if l.poller, err = netpoll.OpenPoller(); err != nil {
-		return nil, fmt.Errorf("loop cpu %d: open poller: %w", cfg.CPU, err)
-	}
-	if err = l.openEpoll(); err == nil {
+	l.taskFd = -1
+	err := l.openEpoll()
+	if err == nil {
 		err = l.openTimerfd()
 	}
 	if err == nil {
-		err = l.poller.AddRead(&netpoll.PollAttachment{FD: l.epfd}, false)
+		err = l.openTaskFd()
 	}
 	if err == nil {
 		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil, nil), unix.EPOLLIN)
@@ -138,9 +135,13 @@ func (l *Loop) run(ready chan<- error) {
 			return
 		}
 	}
+	if l.cfg.HoldP {
+		holdP()
+		defer holdingLoops.Add(-1)
+	}
 	ready <- nil
-	if err := l.poller.Polling(l.onPoll); err != nil && !errors.Is(err, errorx.ErrEngineShutdown) {
-		l.log.Error("poller stopped", "err", err)
+	for !l.exit {
+		l.pollBatch()
 	}
 }
 
@@ -167,27 +168,43 @@ func (l *Loop) closeFds() {
 	if l.epfd >= 0 {
 		_ = unix.Close(l.epfd)
 	}
-	_ = l.poller.Close()
+	if l.taskFd >= 0 {
+		_ = unix.Close(l.taskFd)
+	}
 }
 
 // Run queues fn to run on the loop's thread; it is the only way other
 // goroutines touch a loop. Tasks still queued when the loop exits are dropped.
 func (l *Loop) Run(fn func()) error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
 	if l.shut {
+		l.mu.Unlock()
 		return ErrLoopClosed
 	}
-	if err := l.poller.Trigger(queue.HighPriority, l.runTask, fn); err != nil {
-		return fmt.Errorf("loop cpu %d: queue task: %w", l.cfg.CPU, err)
+	wake := len(l.tasks) == 0
+	l.tasks = append(l.tasks, fn)
+	l.mu.Unlock()
+	if wake {
+		// One write per batch of tasks: the loop reads the eventfd, then takes the lot.
+		one := [8]byte{1}
+		if _, err := unix.Write(l.taskFd, one[:]); err != nil && err != unix.EAGAIN {
+			return fmt.Errorf("loop cpu %d: queue task: %w", l.cfg.CPU, err)
+		}
 	}
 	return nil
 }
 
-func (l *Loop) runTask(arg any) error {
-	l.safeCall(arg.(func()))
-	l.closeFailed()
-	return l.exitErr()
+// runTasks runs what Run queued.
+func (l *Loop) runTasks() {
+	_, _ = unix.Read(l.taskFd, l.taskBuf[:])
+	l.mu.Lock()
+	l.running, l.tasks = l.tasks, l.running[:0]
+	l.mu.Unlock()
+	for i, fn := range l.running {
+		l.safeCall(fn)
+		l.closeFailed()
+		l.running[i] = nil
+	}
 }
 
 func (l *Loop) safeCall(fn func()) {
@@ -201,14 +218,6 @@ func (l *Loop) recoverTask(what string) {
 		l.panics.Add(1)
 		l.log.Error("panic in "+what, "panic", r, "stack", string(debug.Stack()))
 	}
-}
-
-// exitErr tells the Poller to return once the loop decided to exit.
-func (l *Loop) exitErr() error {
-	if l.exit {
-		return errorx.ErrEngineShutdown
-	}
-	return nil
 }
 
 // Done is closed once the loop has exited and closed all its fds.

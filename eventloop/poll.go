@@ -2,25 +2,45 @@ package eventloop
 
 import (
 	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// gnet's default Poller stores only the fd in epoll's data word and hands the
-// callback one event at a time with no batch boundary, so it cannot carry the
-// generation that tells a reused fd from the closed one. The loop therefore
-// keeps its sockets and timerfd in an epoll set of its own (x/sys/unix), tagged
-// (fd, generation), and registers that epoll fd in gnet's Poller: the Poller
-// does the blocking wait and runs the eventfd-woken task queue; each time the
-// inner set is readable the loop drains one batch from it here.
+// The loop waits in epoll_wait on its own epoll set, whose events carry (fd,
+// generation) so that an event for a closed fd reused within one batch is told
+// from the new socket's. Tasks from other goroutines arrive through an eventfd in
+// the same set.
 //
-// Known cost, measured: after each batch Polling polls again with a zero
-// timeout and, finding nothing, calls runtime.Gosched, which on a locked
-// thread hands the goroutine through the scheduler to be restarted. A bare
-// epoll_wait loop on the inner set measured ~25% lower echo latency here
-// (unpinned, 20-27 µs vs 29-35 µs per round trip on a loaded 2-CPU machine).
-// Replacing Polling means replacing its task queue too (its queues are only
-// drained inside Polling); that trade is left for a measured decision.
+// With Config.HoldP the wait is a raw system call: the Go scheduler does not see
+// the locked thread leave, so the loop keeps its P and wakes without the hand-off
+// through futexes that a blocking system call costs a locked thread (perf showed a
+// sixth of the process's time in that hand-off with a new connection per request;
+// context switches per request fell from 2.3 to 0.7). The runtime still stops the
+// loop when it must: preemption signals interrupt the wait (EINTR), and the wait is
+// bounded (maxWait) in case signals are off. The price: a waiting loop holds a P, so
+// GOMAXPROCS must exceed the number of such loops (numa.GOMAXPROCS). Without HoldP
+// the wait is an ordinary blocking system call.
+// The first version sat inside gnet's netpoll.Poller, which waits with an ordinary
+// system call and, after every batch, calls runtime.Gosched.
+
+// holdingLoops counts the running HoldP loops of the process: each keeps a P, so
+// GOMAXPROCS is raised to leave at least one P for everything else.
+var holdingLoops atomic.Int32
+
+// holdP registers a running HoldP loop and makes room for it.
+func holdP() {
+	n := int(holdingLoops.Add(1))
+	if runtime.GOMAXPROCS(0) <= n {
+		runtime.GOMAXPROCS(n + 1)
+	}
+}
+
+// maxWait bounds one epoll_wait, so that a stop-the-world never waits on the loop
+// longer than this even with asynchronous preemption disabled.
+const maxWait = 50 // ms
 
 const batchSize = 256
 
@@ -58,18 +78,30 @@ func (l *Loop) epollDel(fd int) {
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 }
 
-// onPoll is the Poller callback; the only fd registered there besides the
-// Poller's own eventfd is the loop's epoll set.
-func (l *Loop) onPoll(fd int, _ uint32, _ uint16) error {
-	if fd == l.epfd {
-		l.pollBatch()
+// openTaskFd makes the eventfd that wakes the loop for tasks.
+func (l *Loop) openTaskFd() error {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("eventfd: %w", err)
 	}
-	return l.exitErr()
+	l.taskFd = fd
+	return l.epollAdd(fd, l.table.register(fd, slotTasks, nil, nil), unix.EPOLLIN)
 }
 
-// pollBatch handles one batch of ready events from the loop's epoll set.
+// pollBatch waits for, then handles, one batch of ready events.
 func (l *Loop) pollBatch() {
-	n, err := unix.EpollWait(l.epfd, l.events[:], 0)
+	var n int
+	var err error
+	if l.cfg.HoldP {
+		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+			uintptr(len(l.events)), maxWait, 0, 0)
+		n = int(r)
+		if errno != 0 {
+			err = errno
+		}
+	} else {
+		n, err = unix.EpollWait(l.epfd, l.events[:], -1)
+	}
 	if err != nil {
 		if err != unix.EINTR {
 			l.log.Error("epoll_wait", "err", err)
@@ -90,6 +122,8 @@ func (l *Loop) pollBatch() {
 			l.acceptEvent(s.ln)
 		case slotTimerfd:
 			l.onTimerfd()
+		case slotTasks:
+			l.runTasks()
 		}
 		l.closeFailed()
 	}

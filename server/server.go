@@ -175,7 +175,8 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 		dom = 0
 	}
 	w := proxy.NewWorker(snap, s.log, dom)
-	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections}
+	// HoldP: GOMAXPROCS is the number of loops plus one (numa.GOMAXPROCS).
+	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	if s.plan.Enabled {
 		local, err := s.pools[dom].NewLocal()
 		if err != nil {
