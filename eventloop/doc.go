@@ -3,11 +3,12 @@
 // SO_REUSEPORT listeners, connections, timers and buffers, so a connection
 // never leaves the CPU (and NUMA domain) that accepted it.
 //
-// It is built on gnet's exported pieces (netpoll.Poller for the blocking wait
-// and its eventfd-woken task queue, pkg/socket and pkg/io helpers) and on
-// golang.org/x/sys/unix, not on gnet's engine, which cannot hand in listener
-// fds, has no start hook, no read backpressure and no timers, and stops on
-// EMFILE. Protocol code implements Handler and sees each connection through
+// It is built on golang.org/x/sys/unix and gnet's exported pieces (pkg/socket and
+// pkg/io helpers), not on gnet's engine, which cannot hand in listener fds, has no
+// start hook, no read backpressure and no timers, and stops on EMFILE. It first
+// waited inside gnet's netpoll.Poller too; its own epoll_wait and eventfd task
+// queue replaced it when measurements showed the Poller's wake-ups cost a locked
+// thread futex hand-offs (poll.go). Protocol code implements Handler and sees each connection through
 // the narrow Conn interface, which a TLS layer can wrap.
 //
 // Everything a Loop owns is touched only on its own thread. Other goroutines

@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gnet's Poller waits with no timeout, so timers wake the loop through a
-// timerfd registered in the loop's epoll set. It is re-armed only when the
+// Timers wake the loop through a timerfd registered in the loop's epoll set (the
+// wait itself has no deadline but maxWait). It is re-armed only when the
 // earliest deadline moves before the armed one: pushing a deadline later (the
 // common case for idle timeouts) costs no syscall.
 
