@@ -60,12 +60,42 @@ func dialRaw(addr netip.AddrPort) (int, error) {
 		return -1, fmt.Errorf("socket: %w", err)
 	}
 	a := addr.Addr().As4()
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: a}); err != nil {
+	err = unix.Connect(fd, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: a})
+	if errors.Is(err, unix.EINTR) {
+		// A signal (the Go runtime's preemption) interrupted the blocking connect; the
+		// handshake goes on: wait for it and take its outcome from SO_ERROR.
+		err = waitConnected(fd)
+	}
+	if err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("connect %s: %w", addr, err)
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	return fd, nil
+}
+
+// waitConnected waits for an interrupted connect to finish.
+func waitConnected(fd int) error {
+	for {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(pfd, 5000); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return err
+		}
+		if pfd[0].Revents == 0 {
+			return unix.ETIMEDOUT
+		}
+		errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return err
+		}
+		if errno != 0 {
+			return unix.Errno(errno)
+		}
+		return nil
+	}
 }
 
 // epollWaitNs waits up to timeout nanoseconds (-1: forever) with epoll_pwait2.
