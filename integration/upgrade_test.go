@@ -2,8 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"github.com/numaproxy/numaproxy/numa"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -114,33 +114,21 @@ func twoCPUs(t *testing.T) (int, int) {
 // connection to that CPU's domain.
 func askFromCPU(t *testing.T, cpu int, addr string, n int) []string {
 	t.Helper()
-	type result struct {
-		bodies []string
-		err    error
-	}
-	done := make(chan result)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			done <- result{err: err}
-			return
+	var bodies []string
+	err := numa.OnCPU(cpu, func() error {
+		for i := 0; i < n; i++ {
+			body, err := rawGetClose(addr)
+			if err != nil {
+				return err
+			}
+			bodies = append(bodies, body)
 		}
-		var r result
-		for i := 0; i < n && r.err == nil; i++ {
-			var body string
-			body, r.err = rawGetClose(addr)
-			r.bodies = append(r.bodies, body)
-		}
-		done <- r
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r.bodies
+	return bodies
 }
 
 // TestBinaryUpgradeUnderLoad is nginx's binary upgrade under keep-alive and

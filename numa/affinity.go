@@ -2,6 +2,7 @@ package numa
 
 import (
 	"fmt"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,4 +37,20 @@ func ThreadAffinity(tid int) (CPUSet, error) {
 		return CPUSet{}, fmt.Errorf("sched_getaffinity tid %d: %w", tid, err)
 	}
 	return CPUSet(set), nil
+}
+
+// OnCPU runs fn on a new OS thread pinned to cpu and waits for it: what fn does
+// (a connect, say) happens on that CPU. The thread is never handed back to the Go
+// scheduler, so no other goroutine inherits its pinning.
+func OnCPU(cpu int, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // not unlocked: the thread exits with the goroutine
+		if err := PinThread(cpu); err != nil {
+			done <- err
+			return
+		}
+		done <- fn()
+	}()
+	return <-done
 }

@@ -66,3 +66,25 @@ func TestAllowedCPUsMatchesKernel(t *testing.T) {
 		t.Errorf("allowed %s != affinity %s ∩ cgroup %s", allowed, aff, cg)
 	}
 }
+
+func TestOnCPURunsPinned(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpu := range allowed.CPUs() {
+		var got CPUSet
+		if err := OnCPU(cpu, func() error {
+			got, err = ThreadAffinity(0)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got.Count() != 1 || !got.Has(cpu) {
+			t.Fatalf("fn ran with affinity %s, want only CPU %d", got, cpu)
+		}
+	}
+	if err := OnCPU(MaxCPUs, func() error { return nil }); err == nil {
+		t.Fatal("a CPU out of range accepted")
+	}
+}

@@ -8,13 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/numa"
@@ -91,36 +88,21 @@ func (w testWriter) Write(p []byte) (int, error) {
 // the response bodies.
 func askFrom(t *testing.T, cpu int, addr string, n int) []string {
 	t.Helper()
-	type result struct {
-		bodies []string
-		err    error
-	}
-	done := make(chan result)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			done <- result{err: err}
-			return
-		}
-		var r result
+	var bodies []string
+	err := numa.OnCPU(cpu, func() error {
 		for i := 0; i < n; i++ {
 			body, err := get(addr)
 			if err != nil {
-				r.err = err
-				break
+				return err
 			}
-			r.bodies = append(r.bodies, body)
+			bodies = append(bodies, body)
 		}
-		done <- r
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r.bodies
+	return bodies
 }
 
 // get does one GET on a new connection and returns the body.
