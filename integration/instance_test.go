@@ -36,6 +36,9 @@ func freePort(t *testing.T) int {
 func start(t *testing.T, dir string) *instance {
 	t.Helper()
 	in := &instance{t: t, dir: dir, exited: make(chan error, 1)}
+	// Registered first so it runs last, after the process is gone and its logs are
+	// final: a panic recovered on a loop is a defect even when the client saw nothing.
+	t.Cleanup(in.checkNoPanic)
 	in.cmd = exec.Command(binary, "-p", dir)
 	out, err := os.Create(filepath.Join(dir, "stderr.txt"))
 	if err != nil {
@@ -55,6 +58,27 @@ func start(t *testing.T, dir string) *instance {
 		return err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(in.cmd.Process.Pid)
 	})
 	return in
+}
+
+// checkNoPanic fails the test if the instance logged a recovered panic in any log
+// file under its prefix or on its standard error.
+func (in *instance) checkNoPanic() {
+	files, _ := filepath.Glob(in.path("logs/*"))
+	for _, f := range append(files, in.path("stderr.txt")) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "panic") {
+				if len(line) > 300 {
+					line = line[:300] + "..."
+				}
+				in.t.Errorf("%s: %s", filepath.Base(f), line)
+				break
+			}
+		}
+	}
 }
 
 func (in *instance) path(name string) string { return filepath.Join(in.dir, name) }
