@@ -251,7 +251,7 @@ func (ex *exchange) connect() bool {
 		p := ex.bal.Pick(now, key, c.remote.Addr(), &ex.tried)
 		if p == nil {
 			ex.w.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", c.remote.String())
-			ex.release()
+			ex.end()
 			c.failRequest(502)
 			return false
 		}
@@ -271,7 +271,7 @@ func (ex *exchange) connect() bool {
 			if ex.canRetry(NextError) {
 				continue
 			}
-			ex.release()
+			ex.end()
 			c.failRequest(502)
 			return false
 		}
@@ -396,21 +396,13 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 		ex.tried.Reset()
 	}
 	if ex.canRetry(cond) {
-		if !ex.connect() {
-			return
-		}
-		if ex.reqDone {
-			return
-		}
+		ex.resetResponse()
+		ex.connect()
 		return
 	}
-	ex.release()
-	ex.c.ex = nil
-	if ex.c.status != 0 {
-		ex.c.close()
-		return
-	}
-	ex.c.failRequest(status)
+	c := ex.c
+	ex.end()
+	c.failRequest(status) // closes the client if part of a response went out
 }
 
 // dropConn closes the current upstream connection; it is not cached.
@@ -421,6 +413,10 @@ func (ex *exchange) dropConn() {
 		ex.conn.Close() // drop what is queued
 		ex.conn = nil
 	}
+}
+
+// resetResponse forgets a response head in progress, for the next try.
+func (ex *exchange) resetResponse() {
 	if ex.rbuf != nil {
 		ex.rbuf = ex.rbuf[:0]
 	}
@@ -433,11 +429,24 @@ func (ex *exchange) onTimeout() {
 	case exHead:
 		ex.fail(NextTimeout, 504, "upstream timed out while reading response header from upstream")
 	default:
-		ex.w.log.Error("upstream timed out", "upstream", ex.peer.Addr.String())
-		ex.bal.Done(ex.peer, time.Now(), true)
-		ex.abort()
-		ex.c.close()
+		// Part of the response went out: as nginx, the server is not marked failed
+		// (only errors before the response head count) and the client is closed.
+		what := "upstream timed out while reading upstream"
+		if ex.state == exTunnel {
+			what = "upstream timed out while proxying upgraded connection"
+		}
+		ex.w.log.Error(what, "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
+		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.closeClient()
 	}
+}
+
+// closeClient ends the exchange, then the client connection: the response cannot be
+// finished.
+func (ex *exchange) closeClient() {
+	c := ex.c
+	ex.end()
+	c.close()
 }
 
 func (ex *exchange) onClose(err error) {
@@ -462,14 +471,10 @@ func (ex *exchange) onClose(err error) {
 		// The response is incomplete: the client must not take it as whole.
 		ex.w.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.Addr.String())
 		ex.bal.Done(ex.peer, time.Now(), false)
-		ex.release()
-		ex.c.ex = nil
-		ex.c.close()
+		ex.closeClient()
 	case exTunnel:
 		ex.bal.Done(ex.peer, time.Now(), false)
-		ex.release()
-		ex.c.ex = nil
-		ex.c.close()
+		ex.closeClient()
 	}
 }
 
@@ -497,7 +502,8 @@ func (ex *exchange) onData(data []byte) {
 
 // takeHead accumulates and parses the response head, then starts the response.
 func (ex *exchange) takeHead(data []byte) {
-	pool := ex.c.conn.Loop().Pool()
+	c := ex.c
+	pool := c.conn.Loop().Pool()
 	if ex.rbuf == nil {
 		ex.rbuf = pool.Get(max(4096, len(data)))[:0]
 	}
@@ -522,7 +528,7 @@ func (ex *exchange) takeHead(data []byte) {
 			rest := copy(ex.rbuf, ex.rbuf[n:])
 			ex.rbuf = ex.rbuf[:rest]
 			ex.resp.Reset()
-			ex.resp.HeadRequest = ex.c.isHEAD()
+			ex.resp.HeadRequest = c.isHEAD()
 			if rest == 0 {
 				return
 			}
@@ -547,6 +553,7 @@ func (ex *exchange) startResponse(headLen int) {
 		failure := code != 403 && code != 404
 		ex.bal.Done(ex.peer, time.Now(), failure)
 		ex.dropConn()
+		ex.resetResponse()
 		if failure {
 			ex.w.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.Addr.String(), "status", code)
 		}
@@ -646,11 +653,11 @@ func (ex *exchange) takeBody(data []byte) {
 		for len(data) > 0 && ex.state == exBody {
 			n, chunk, err := ex.rchunks.Decode(data)
 			if err != nil {
+				// As nginx, an error after the response head does not mark the server
+				// failed.
 				ex.w.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.Addr.String(), "error", err.Error())
-				ex.bal.Done(ex.peer, time.Now(), true)
-				ex.release()
-				c.ex = nil
-				c.close()
+				ex.bal.Done(ex.peer, time.Now(), false)
+				ex.closeClient()
 				return
 			}
 			if ex.rawChunks {
@@ -685,7 +692,6 @@ func (ex *exchange) takeBody(data []byte) {
 func (ex *exchange) complete(clean bool) {
 	c := ex.c
 	ex.flushHead() // a body of no bytes: the head goes alone
-	ex.state = exDone
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {
 		ex.conn = nil
@@ -696,7 +702,7 @@ func (ex *exchange) complete(clean bool) {
 			conn.Close()
 		}
 	}
-	ex.release()
+	ex.end()
 	if c.state == csBody {
 		// The server answered before the upload ended: the rest of it is not read.
 		c.keepAlive = false
@@ -704,22 +710,29 @@ func (ex *exchange) complete(clean bool) {
 	c.finish()
 }
 
-// abort ends the exchange without a response (the client went away or failed).
+// abort ends the exchange without a response (the client went away or failed); the
+// client calls it before it gives its request state back.
 func (ex *exchange) abort() {
-	if ex.state == exDone {
-		return
-	}
-	ex.state = exDone
 	if ex.peer != nil && ex.conn != nil {
 		ex.bal.Done(ex.peer, time.Now(), false)
 	}
-	ex.dropConn()
-	ex.release()
+	ex.end()
 }
 
-// clientGone: the client connection closed; the upstream request is abandoned and its
-// connection not cached (it is not at a clean boundary).
-func (ex *exchange) clientGone() { ex.abort() }
+// end is the one way out of an exchange: its upstream connection, if still held, is
+// closed (not cached: it is not at a clean boundary), its buffers go back and it
+// detaches from the client. The exchange lives in the client's request state, which
+// the client may give back (and another connection take) once c.ex is nil, so the
+// exchange touches nothing of the client after end; callers that go on to close or
+// finish the client keep the client in a local first.
+func (ex *exchange) end() {
+	ex.state = exDone
+	ex.dropConn()
+	ex.release()
+	if ex.c.ex == ex {
+		ex.c.ex = nil
+	}
+}
 
 // clientBlocked: the client reads slower than the upstream sends.
 func (ex *exchange) clientBlocked() {

@@ -103,10 +103,15 @@ func (c *client) takeRequest() {
 }
 
 // giveRequest returns the request state to the worker (its buffers went back first).
+// An exchange still running in it ends first: another connection may take the state
+// next, and c.ex must not point into it.
 func (c *client) giveRequest() {
 	r := c.request
 	if r == nil {
 		return
+	}
+	if c.ex != nil {
+		c.ex.abort()
 	}
 	c.request = nil
 	r.req.Reset()
@@ -385,7 +390,7 @@ func (c *client) bodyTooLarge() bool {
 	return max > 0 && c.bodyTotal > max
 }
 
-// abortExchange drops the upstream side, if there is one yet.
+// abortExchange drops the upstream side, if there is one yet (abort detaches it).
 func (c *client) abortExchange() {
 	if c.ex != nil {
 		c.ex.abort()
@@ -419,7 +424,9 @@ func (c *client) finish() {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		c.uriBuf = nil
 	}
-	c.ex = nil
+	if c.ex != nil {
+		c.ex.abort() // an exchange never outlives its request
+	}
 	if c.ownWatermarks {
 		c.ownWatermarks = false
 		c.conn.SetWriteWatermarks(0, 0)
@@ -525,13 +532,11 @@ func (c *client) onTimeout() {
 		c.keepAlive = false
 		c.failRequest(408)
 	case csTunnel:
-		c.ex.abort()
+		c.abortExchange()
 		c.close()
 	default:
 		// send_timeout: the client stopped reading.
-		if c.ex != nil {
-			c.ex.abort()
-		}
+		c.abortExchange()
 		c.state = csClosed
 		c.release()
 		c.conn.Close()
@@ -539,11 +544,9 @@ func (c *client) onTimeout() {
 	}
 }
 
+// onClose: the connection is gone; an exchange still running is abandoned (release
+// ends it before the request state goes back).
 func (c *client) onClose(err error) {
-	if c.ex != nil {
-		c.ex.clientGone()
-		c.ex = nil
-	}
 	c.state = csClosed
 	c.release()
 }
