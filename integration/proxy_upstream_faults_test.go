@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -112,4 +115,211 @@ func truncatedThenClosed(addr string) error {
 		return fmt.Errorf("closed after %v, before proxy_read_timeout 1s", d)
 	}
 	return nil
+}
+
+// flaky is an upstream whose behaviour a test switches: it answers 200 "ok", closes
+// each connection without answering, sends a 1 MB response head, or never answers.
+type flaky struct {
+	*rawUpstream
+	mode atomic.Int32
+}
+
+const (
+	flakyHealthy = iota
+	flakyClose
+	flakyHugeHead
+	flakySilent
+)
+
+func newFlaky(t *testing.T) *flaky {
+	f := &flaky{}
+	f.rawUpstream = newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			switch f.mode.Load() {
+			case flakyClose:
+				return
+			case flakyHugeHead:
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("b", 1<<20)+"\r\nContent-Length: 2\r\n\r\nok")
+				return
+			case flakySilent:
+				io.Copy(io.Discard, br)
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	return f
+}
+
+// statuses sends n requests for path on new connections and counts the statuses.
+func statuses(t *testing.T, addr, path string, n int) map[int]int {
+	t.Helper()
+	got := map[int]int{}
+	for i := 0; i < n; i++ {
+		raw, err := roundTripRaw(t, addr, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		if err != nil {
+			t.Fatalf("request %d to %s: %v (%q)", i, path, err, raw)
+		}
+		got[parseResponses(t, raw, "GET")[0].StatusCode]++
+	}
+	return got
+}
+
+// TestProxyLoneServerNeverDown: a group of one server (proxy_pass host:port, or an
+// upstream block with one server) ignores max_fails and fail_timeout, as nginx
+// documents ("such a server will never be considered unavailable"): after 200
+// requests it failed (closed without answering), 20 with a 1 MB header and 3 it never
+// answered, the next 20 are served as soon as it is healthy. Before the fix the next
+// 20 got 502 "no live upstreams" for 10 s. nginx on the same configuration: 20 of 20.
+func TestProxyLoneServerNeverDown(t *testing.T) {
+	t.Parallel()
+	up := newFlaky(t)
+	addr, ngAddr := addrFor(t), addrFor(t)
+	body := func(listen string) string {
+		return `
+  upstream one { server ` + up.Addr + ` max_fails=3 fail_timeout=30s; }
+  server {
+    listen ` + listen + `;
+    proxy_read_timeout 300ms;
+    location /pass { proxy_pass http://` + up.Addr + `; }
+    location /group { proxy_pass http://one; }
+  }`
+	}
+	startHTTP(t, body(addr), addr)
+	startNginx(t, body(ngAddr), ngAddr)
+	for _, target := range []struct{ name, addr string }{{"numaproxy", addr}, {"nginx", ngAddr}} {
+		for _, path := range []string{"/pass", "/group"} {
+			t.Run(target.name+path, func(t *testing.T) {
+				up.mode.Store(flakyClose)
+				if got := statuses(t, target.addr, path, 200); got[502] != 200 {
+					t.Fatalf("an upstream that closes: %v, want 200 × 502", got)
+				}
+				up.mode.Store(flakyHugeHead)
+				if got := statuses(t, target.addr, path, 20); got[502] != 20 {
+					t.Fatalf("an upstream with a 1 MB head: %v, want 20 × 502", got)
+				}
+				up.mode.Store(flakySilent)
+				if got := statuses(t, target.addr, path, 3); got[504] != 3 {
+					t.Fatalf("an upstream that never answers: %v, want 3 × 504", got)
+				}
+				up.mode.Store(flakyHealthy)
+				if got := statuses(t, target.addr, path, 20); got[200] != 20 {
+					t.Fatalf("healthy again: %v, want 20 × 200", got)
+				}
+			})
+		}
+	}
+}
+
+// freeFds is the number of descriptors below nofile that process pid can still
+// open (one opened before the limit was lowered may lie above it).
+func freeFds(t *testing.T, pid, nofile int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := nofile
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd < nofile {
+			free--
+		}
+	}
+	return free
+}
+
+// nginxWorker is the pid of the single worker of an nginx master.
+func nginxWorker(t *testing.T, ng *nginxInstance) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "nginx's worker", 5*time.Second, func() bool {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ng.cmd.Process.Pid, ng.cmd.Process.Pid))
+		f := strings.Fields(string(data))
+		if len(f) != 1 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[0])
+		return pid > 0
+	})
+	return pid
+}
+
+// upstreamConnectEMFILE leaves the server process pid one free descriptor below its
+// limit of nofile (idle client connections take the rest), sends a request whose
+// connection takes that last one so that the socket() for the upstream fails with
+// EMFILE, and returns the response's status. The idle connections close before it
+// returns.
+func upstreamConnectEMFILE(t *testing.T, addr, path string, pid, nofile int) int {
+	t.Helper()
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for n := freeFds(t, pid, nofile); n > 1; n-- {
+		idle = append(idle, dial(t, addr))
+		want := n - 1
+		waitFor(t, "the idle connection accepted", 5*time.Second, func() bool { return freeFds(t, pid, nofile) <= want })
+	}
+	if n := freeFds(t, pid, nofile); n != 1 {
+		t.Fatalf("%d free descriptors, want 1", n)
+	}
+	raw, err := roundTripRaw(t, addr, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if err != nil {
+		t.Fatalf("%v (%q)", err, raw)
+	}
+	return parseResponses(t, raw, "GET")[0].StatusCode
+}
+
+// TestProxyUpstreamEMFILE: running out of descriptors for the upstream socket is the
+// proxy's own trouble, not the servers': that request fails with nginx's status for a
+// failed socket() (500, "socket() failed (24: Too many open files) while connecting
+// to upstream" at alert level) and the servers' state is unchanged, so the next
+// requests are served. Before the fix the EMFILE marked both servers failed and the
+// next requests got 502 "no live upstreams" for fail_timeout.
+func TestProxyUpstreamEMFILE(t *testing.T) {
+	t.Parallel()
+	a, b := newBackend(t, nil), newBackend(t, nil)
+	const nofile = 64
+	addr, ngAddr := addrFor(t), addrFor(t)
+	body := func(listen string) string {
+		return `
+  upstream two { server ` + a.Addr + `; server ` + b.Addr + `; }
+  server {
+    listen ` + listen + `;
+    location / { proxy_pass http://two; }
+  }`
+	}
+	main := "worker_rlimit_nofile " + strconv.Itoa(nofile) + ";\n"
+	in := startMain(t, "worker_processes 1;\n"+main, body(addr), addr)
+	ng := startNginxMain(t, main, body(ngAddr), ngAddr)
+	for _, target := range []struct {
+		name, addr string
+		pid        int
+		log        func() string
+	}{
+		{"numaproxy", addr, in.cmd.Process.Pid, func() string { return readFile(t, in.path("logs/error.log")) }},
+		{"nginx", ngAddr, nginxWorker(t, ng), ng.errorLog},
+	} {
+		t.Run(target.name, func(t *testing.T) {
+			if got := statuses(t, target.addr, "/", 2); got[200] != 2 {
+				t.Fatalf("before: %v", got)
+			}
+			if got := upstreamConnectEMFILE(t, target.addr, "/", target.pid, nofile); got != 500 {
+				t.Errorf("the request whose upstream socket() failed: %d, want 500", got)
+			}
+			if log := target.log(); !strings.Contains(log, "[alert]") || !strings.Contains(log, "socket() failed (24: Too many open files) while connecting to upstream") {
+				t.Errorf("no alert about socket() in the log:\n%s", log)
+			}
+			waitFor(t, "the idle connections closed", 5*time.Second, func() bool { return freeFds(t, target.pid, nofile) > 8 })
+			if got := statuses(t, target.addr, "/", 20); got[200] != 20 {
+				t.Errorf("after the EMFILE: %v, want 20 × 200", got)
+			}
+		})
+	}
 }

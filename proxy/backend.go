@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/proxy/http1"
 	"github.com/numaproxy/numaproxy/upstream"
@@ -265,6 +269,20 @@ func (ex *exchange) connect() bool {
 			return true
 		}
 		conn, err := ex.w.loop.Dial(p.Addr, c.lcf.ConnectTimeout, &ex.w.backends, ex)
+		if err != nil && localDialError(err) {
+			// This host is out of descriptors or memory: the server is not at fault
+			// (its state stays as it is) and the next one would fare no better. nginx
+			// answers 500 to a failed socket().
+			ex.bal.Release(p)
+			msg := "socket() failed " + errorlog.Errno(err) + " while connecting to upstream"
+			if !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE) {
+				msg = "upstream connection failed on this host " + errorlog.Errno(err) + " while connecting to upstream"
+			}
+			ex.w.log.Log(context.Background(), errorlog.LevelAlert, msg, "upstream", p.Addr.String(), "client", c.remote.String())
+			ex.end()
+			c.failRequest(500)
+			return false
+		}
 		if err != nil {
 			ex.bal.Done(p, now, true)
 			ex.w.log.Error("connect() to upstream failed", "upstream", p.Addr.String(), "error", err.Error())
@@ -280,6 +298,13 @@ func (ex *exchange) connect() bool {
 		ex.send()
 		return true
 	}
+}
+
+// localDialError reports an error of this host's own resources (descriptors, memory,
+// socket buffers) in setting up an upstream connection.
+func localDialError(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
 // send queues the head and whatever body was already sent on the current connection.
@@ -363,9 +388,9 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 	if lcf.NextUpstreamTries > 0 && ex.tries >= lcf.NextUpstreamTries {
 		return false
 	}
-	if ex.tries >= len(ex.g.Peers)+len(ex.g.Backup) {
-		// As nginx's peer.tries: every server had its try. The failure's own status
-		// (504 after a timeout) or the upstream's answer stands.
+	if ex.tries >= ex.g.Tries() {
+		// As nginx's peer.tries: every server not marked down had its try. The
+		// failure's own status (504 after a timeout) or the upstream's answer stands.
 		return false
 	}
 	if lcf.NextUpstreamTimeout > 0 && time.Since(ex.firstTry) >= lcf.NextUpstreamTimeout {
@@ -387,7 +412,11 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	ex.w.log.Error(why, "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
 	// A cached connection that failed before any reply says nothing about the server.
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
-	ex.bal.Done(ex.peer, now, countsAsFailure)
+	if countsAsFailure {
+		ex.bal.Done(ex.peer, now, true)
+	} else {
+		ex.bal.Release(ex.peer)
+	}
 	ex.dropConn()
 	if !countsAsFailure {
 		// The server itself was not at fault: this try does not count (nginx's

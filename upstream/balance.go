@@ -36,9 +36,20 @@ func (g *Group) all() []*Peer {
 }
 
 // Pick chooses a peer this request has not tried, by the group's method, and counts a
-// connection to it; nil when no peer is available. key is the evaluated hash key (hash
-// methods), client the client address (ip_hash).
+// connection to it; nil when no peer is available (nginx's "no live upstreams"). key is
+// the evaluated hash key (hash methods), client the client address (ip_hash).
 func (b *Balancer) Pick(now time.Time, key []byte, client netip.Addr, tried *Tried) *Peer {
+	if b.g.single {
+		// nginx's peers->single, for every method: the lone server is used unless it
+		// is marked down or at max_conns, whatever its failures.
+		p := b.g.Peers[0]
+		if p.Down || (p.MaxConns > 0 && b.conns[0] >= p.MaxConns) {
+			return nil
+		}
+		tried.set(0)
+		b.conns[0]++
+		return p
+	}
 	var p *Peer
 	switch b.g.Method {
 	case LeastConn:
@@ -71,11 +82,13 @@ func (b *Balancer) Pick(now time.Time, key []byte, client netip.Addr, tried *Tri
 }
 
 // Done ends a connection to p: failed says whether the attempt counts as a failure.
+// A lone server (nginx's single peer) keeps no failure state.
 func (b *Balancer) Done(p *Peer, now time.Time, failed bool) {
-	i := p.index
-	if b.conns[i] > 0 {
-		b.conns[i]--
+	b.Release(p)
+	if b.g.single {
+		return
 	}
+	i := p.index
 	if !failed {
 		p.Succeeded()
 		return
@@ -88,6 +101,14 @@ func (b *Balancer) Done(p *Peer, now time.Time, failed bool) {
 	}
 	if b.effective[i] < 0 {
 		b.effective[i] = 0
+	}
+}
+
+// Release ends a connection to p whose outcome says nothing about p (the proxy's own
+// error, a cached connection the server had closed): p's failure state is unchanged.
+func (b *Balancer) Release(p *Peer) {
+	if b.conns[p.index] > 0 {
+		b.conns[p.index]--
 	}
 }
 

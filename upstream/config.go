@@ -88,12 +88,14 @@ func (g *Group) finish() error {
 	if len(g.Peers)+len(g.Backup) > maxPeers {
 		return &conf.Error{Pos: g.Pos, Msg: fmt.Sprintf("upstream %q has more than %d servers", g.Name, maxPeers)}
 	}
-	for i, p := range g.Peers {
+	g.tries = 0
+	for i, p := range g.all() {
 		p.index = i
+		if !p.Down {
+			g.tries++
+		}
 	}
-	for i, p := range g.Backup {
-		p.index = len(g.Peers) + i
-	}
+	g.single = len(g.Peers) == 1 && len(g.Backup) == 0
 	if g.Method == HashConsistent {
 		g.buildRing()
 	}

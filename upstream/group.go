@@ -44,9 +44,17 @@ type Group struct {
 	KeepaliveTimeout  time.Duration
 	KeepaliveRequests int
 
+	// single: one primary server and no backup. As nginx, such a server is never
+	// considered unavailable: max_fails and fail_timeout do not apply to it.
+	single bool
+	tries  int // servers not marked down, primary and backup: nginx's peer.tries
+
 	methodSet bool
 	points    []ketamaPoint // HashConsistent
 }
+
+// Tries is how many servers one request may try: those not marked down.
+func (g *Group) Tries() int { return g.tries }
 
 // Peer is one server address of a group. A server name that resolves to several
 // addresses gives one Peer per address, as in nginx.
