@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,5 +323,161 @@ func TestProxyUpstreamEMFILE(t *testing.T) {
 				t.Errorf("after the EMFILE: %v, want 20 × 200", got)
 			}
 		})
+	}
+}
+
+// target is a proxy under test, numaproxy or nginx, and its upstreams.
+type target struct {
+	name, addr string
+	log        func() string
+	ups        []*flaky
+}
+
+// twoTargets starts numaproxy and nginx on the http block that body makes from a
+// listen address and the addresses of n flaky upstreams of each one's own.
+func twoTargets(t *testing.T, n int, body func(listen string, ups []string) string) []*target {
+	t.Helper()
+	var out []*target
+	for _, name := range []string{"numaproxy", "nginx"} {
+		tg := &target{name: name, addr: addrFor(t)}
+		var addrs []string
+		for i := 0; i < n; i++ {
+			f := newFlaky(t)
+			tg.ups = append(tg.ups, f)
+			addrs = append(addrs, f.Addr)
+		}
+		if name == "numaproxy" {
+			in := startHTTP(t, body(tg.addr, addrs), tg.addr)
+			tg.log = func() string { return readFile(t, in.path("logs/error.log")) }
+		} else {
+			ng := startNginx(t, body(tg.addr, addrs), tg.addr)
+			tg.log = ng.errorLog
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// accepted is the connections each upstream accepted so far.
+func (tg *target) accepted() []int64 {
+	var n []int64
+	for _, u := range tg.ups {
+		n = append(n, u.accepted.Load())
+	}
+	return n
+}
+
+// TestProxyAllServersDown: when every server of a group failed, requests get 502
+// "no live upstreams" without reaching them until fail_timeout passes; then each
+// server is probed and, healthy again, serves. This is nginx 1.22's behaviour, run
+// side by side: it no longer resets the failures of an all-down group ("quick
+// recovery", removed in nginx 1.11.10), so neither does numaproxy.
+func TestProxyAllServersDown(t *testing.T) {
+	t.Parallel()
+	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+		return `
+  upstream pair { server ` + ups[0] + ` fail_timeout=1s; server ` + ups[1] + ` fail_timeout=1s; }
+  server { listen ` + listen + `; location / { proxy_pass http://pair; } }`
+	})
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			for _, u := range tg.ups {
+				u.mode.Store(flakyClose)
+			}
+			// One request tries both servers; both fail.
+			if got := statuses(t, tg.addr, "/", 1); got[502] != 1 {
+				t.Fatalf("both servers close: %v, want 502", got)
+			}
+			for _, u := range tg.ups {
+				u.mode.Store(flakyHealthy)
+			}
+			before := tg.accepted()
+			if got := statuses(t, tg.addr, "/", 5); got[502] != 5 {
+				t.Fatalf("within fail_timeout: %v, want 5 × 502", got)
+			}
+			if after := tg.accepted(); after[0] != before[0] || after[1] != before[1] {
+				t.Fatalf("a resting server was connected to: %v then %v", before, after)
+			}
+			if !strings.Contains(tg.log(), "no live upstreams") {
+				t.Errorf("no \"no live upstreams\" in the log:\n%s", tg.log())
+			}
+			// nginx counts fail_timeout in whole seconds: back within 1 to 2 s.
+			waitFor(t, "a server back after fail_timeout", 5*time.Second, func() bool {
+				return statuses(t, tg.addr, "/", 1)[200] == 1
+			})
+			if got := statuses(t, tg.addr, "/", 20); got[200] != 20 {
+				t.Fatalf("after fail_timeout: %v, want 20 × 200", got)
+			}
+		})
+	}
+}
+
+// TestProxyBackupServers: with a backup the primary is not a lone server: its
+// failure counts, the backup serves while it rests, and after fail_timeout the
+// primary is probed and takes over again, the same with nginx. When the backup fails
+// too the group is all down: 502 "no live upstreams".
+func TestProxyBackupServers(t *testing.T) {
+	t.Parallel()
+	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+		return `
+  upstream withbackup { server ` + ups[0] + ` fail_timeout=1s; server ` + ups[1] + ` backup fail_timeout=1s; }
+  server { listen ` + listen + `; location / { proxy_pass http://withbackup; } }`
+	})
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			primary := tg.ups[0]
+			primary.mode.Store(flakyClose)
+			if got := statuses(t, tg.addr, "/", 1); got[200] != 1 {
+				t.Fatalf("the primary closes, the backup answers: %v, want 200", got)
+			}
+			primary.mode.Store(flakyHealthy)
+			before := tg.accepted()
+			if got := statuses(t, tg.addr, "/", 10); got[200] != 10 {
+				t.Fatalf("while the primary rests: %v, want 10 × 200", got)
+			}
+			if after := tg.accepted(); after[0] != before[0] || after[1] != before[1]+10 {
+				t.Fatalf("connections %v then %v: want all 10 on the backup", before, after)
+			}
+			waitFor(t, "the primary back after fail_timeout", 5*time.Second, func() bool {
+				n := primary.accepted.Load()
+				statuses(t, tg.addr, "/", 1)
+				return primary.accepted.Load() > n
+			})
+			before = tg.accepted()
+			if got := statuses(t, tg.addr, "/", 10); got[200] != 10 {
+				t.Fatalf("primary back: %v", got)
+			}
+			if after := tg.accepted(); after[0] != before[0]+10 {
+				t.Fatalf("connections %v then %v: want all 10 on the primary", before, after)
+			}
+			// Both fail: the group is all down.
+			primary.mode.Store(flakyClose)
+			tg.ups[1].mode.Store(flakyClose)
+			if got := statuses(t, tg.addr, "/", 1); got[502] != 1 {
+				t.Fatalf("primary and backup close: %v", got)
+			}
+			primary.mode.Store(flakyHealthy)
+			tg.ups[1].mode.Store(flakyHealthy)
+			if got := statuses(t, tg.addr, "/", 3); got[502] != 3 {
+				t.Fatalf("primary and backup rest: %v, want 3 × 502", got)
+			}
+		})
+	}
+}
+
+// TestProxyBackupOnlyGroupRefused: an upstream of backup servers only is a
+// configuration error, as nginx's "no servers in upstream".
+func TestProxyBackupOnlyGroupRefused(t *testing.T) {
+	t.Parallel()
+	body := "upstream b { server 127.0.0.1:1 backup; }\nserver { listen 127.0.0.1:" + strconv.Itoa(freePort(t)) + "; location / { proxy_pass http://b; } }"
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": "events { }\nhttp {\n" + body + "\n}\n"})
+	if r := run(t, "-p", dir, "-t"); r.code != 1 || !strings.Contains(r.stderr, "backup") {
+		t.Fatalf("numaproxy -t: %+v", r)
+	}
+	bin := nginxBinary(t)
+	ndir := writeTree(t, map[string]string{"conf/nginx.conf": "events { }\nhttp {\n" + body + "\n}\n", "logs/.keep": ""})
+	out, err := exec.Command(bin, "-t", "-p", ndir+"/", "-c", filepath.Join(ndir, "conf/nginx.conf"), "-e", filepath.Join(ndir, "logs/error.log")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no servers in upstream") {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
 }
