@@ -481,3 +481,48 @@ func TestProxyBackupOnlyGroupRefused(t *testing.T) {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
 }
+
+// TestProxyFailTimeoutWindow: max_fails counts the failures within fail_timeout, as
+// nginx documents, even with successes between them: a success clears the count
+// only once fail_timeout has passed since the last failure (nginx's "accessed" and
+// "checked"). Failure, success, failure with max_fails=2 rests the server; before
+// the fix the success cleared the count and the server went on taking requests.
+func TestProxyFailTimeoutWindow(t *testing.T) {
+	t.Parallel()
+	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+		return `
+  upstream g { server ` + ups[0] + ` max_fails=2 fail_timeout=30s; server ` + ups[1] + `; }
+  server { listen ` + listen + `; location / { proxy_pass http://g; } }`
+	})
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			f := tg.ups[0]
+			// until sends requests until f took one more connection.
+			until := func(what string) {
+				n := f.accepted.Load()
+				for i := 0; f.accepted.Load() == n; i++ {
+					if i == 20 {
+						t.Fatalf("%s: the server got no request in 20", what)
+					}
+					if got := statuses(t, tg.addr, "/", 1); got[200] != 1 {
+						t.Fatalf("%s: %v", what, got)
+					}
+				}
+			}
+			f.mode.Store(flakyClose)
+			until("first failure")
+			f.mode.Store(flakyHealthy)
+			until("a success")
+			f.mode.Store(flakyClose)
+			until("second failure")
+			f.mode.Store(flakyHealthy)
+			n := f.accepted.Load()
+			if got := statuses(t, tg.addr, "/", 10); got[200] != 10 {
+				t.Fatalf("%v", got)
+			}
+			if got := f.accepted.Load() - n; got != 0 {
+				t.Fatalf("after two failures within fail_timeout the server took %d of 10 requests, want 0", got)
+			}
+		})
+	}
+}

@@ -212,3 +212,41 @@ func TestTriesCountsServersNotDown(t *testing.T) {
 		t.Fatalf("one server: Tries %d", g.Tries())
 	}
 }
+
+func TestFailuresCountWithinFailTimeout(t *testing.T) {
+	g := group(t, "server 10.0.0.1:1 max_fails=2 fail_timeout=10s; server 10.0.0.1:2;")
+	b := g.NewBalancer(1)
+	p := g.Peers[0]
+	try := func(at time.Time, failed bool) {
+		t.Helper()
+		var tried Tried
+		tried.set(1) // only the first server
+		if b.Pick(at, nil, netip.Addr{}, &tried) != p {
+			t.Fatalf("at %v the first server is not available", at)
+		}
+		b.Done(p, at, failed)
+	}
+	now := time.Unix(1000, 0)
+	try(now, true)
+	try(now.Add(1*time.Second), false) // within fail_timeout: the count stays
+	if p.Fails() != 1 {
+		t.Fatalf("a success within fail_timeout of a failure cleared it: fails %d", p.Fails())
+	}
+	try(now.Add(2*time.Second), true)
+	if p.Available(now.Add(3 * time.Second)) {
+		t.Fatal("two failures within fail_timeout, a success between: the server does not rest")
+	}
+
+	// A success once fail_timeout has passed since the last failure clears it.
+	g = group(t, "server 10.0.0.1:1 max_fails=2 fail_timeout=10s; server 10.0.0.1:2;")
+	b, p = g.NewBalancer(1), g.Peers[0]
+	try(now, true)
+	try(now.Add(11*time.Second), false)
+	if p.Fails() != 0 {
+		t.Fatalf("a success after fail_timeout left fails at %d", p.Fails())
+	}
+	try(now.Add(12*time.Second), true)
+	if !p.Available(now.Add(12 * time.Second)) {
+		t.Fatal("one failure after the count was cleared rests the server")
+	}
+}

@@ -64,9 +64,11 @@ type Peer struct {
 
 	index int // in Peers or Backup
 
-	// Failure state shared by every loop (nginx keeps it per worker without a zone).
-	fails   atomic.Int32
-	checked atomic.Int64 // unix nanos of the last failure or probe
+	// Failure state shared by every loop (nginx keeps it per worker without a zone),
+	// nginx's fails, accessed and checked.
+	fails    atomic.Int32
+	accessed atomic.Int64 // unix nanos of the last failure
+	checked  atomic.Int64 // unix nanos of the last failure, or of the pick that opened a window
 }
 
 // PeerConfig is what the server directive says about a peer.
@@ -93,12 +95,13 @@ func (p *Peer) Available(now time.Time) bool {
 	return now.UnixNano()-p.checked.Load() > int64(p.FailTimeout)
 }
 
-// picked is called on the chosen peer: a peer whose rest is over is being probed, so
-// its rest restarts now and other requests wait for the probe's outcome (nginx's
-// "checked" step).
+// picked is called on the chosen peer. A pick more than fail_timeout after the last
+// check opens a new window (nginx's "checked"): a resting peer is being probed, so its
+// rest restarts now and other requests wait for the probe's outcome, and a success
+// after it clears the failures.
 func (p *Peer) picked(now time.Time) {
-	if p.MaxFails != 0 && int(p.fails.Load()) >= p.MaxFails {
-		p.checked.Store(now.UnixNano())
+	if n := now.UnixNano(); n-p.checked.Load() > int64(p.FailTimeout) {
+		p.checked.Store(n)
 	}
 }
 
@@ -106,12 +109,16 @@ func (p *Peer) picked(now time.Time) {
 // status listed in proxy_next_upstream).
 func (p *Peer) Failed(now time.Time) {
 	p.fails.Add(1)
-	p.checked.Store(now.UnixNano())
+	n := now.UnixNano()
+	p.accessed.Store(n)
+	p.checked.Store(n)
 }
 
-// Succeeded clears the failure count, as a successful response does in nginx.
+// Succeeded ends an attempt that did not fail. As nginx, it clears the failures
+// only when a pick opened a window after the last failure: max_fails counts the
+// failures within fail_timeout, successes between them notwithstanding.
 func (p *Peer) Succeeded() {
-	if p.fails.Load() != 0 {
+	if p.fails.Load() != 0 && p.accessed.Load() < p.checked.Load() {
 		p.fails.Store(0)
 	}
 }
