@@ -32,8 +32,8 @@ func stallMidBody(t *testing.T) *rawUpstream {
 
 // TestProxyReadTimeoutMidBody: an upstream that stalls in the middle of a body hits
 // proxy_read_timeout; the client gets the head and the bytes that came, then a close
-// (a truncated body must not look whole), and the proxy goes on serving. nginx does the
-// same on the same configuration. Before the fix every such request logged a recovered
+// (a truncated body must not look whole), and the proxy goes on serving; nginx, on the
+// same configuration, closes too. Before the fix every such request logged a recovered
 // panic (nil pointer in client.isHEAD via exchange.dropConn <- exchange.abort <-
 // client.onClose <- client.close <- exchange.onTimeout).
 func TestProxyReadTimeoutMidBody(t *testing.T) {
@@ -326,20 +326,20 @@ func TestProxyUpstreamEMFILE(t *testing.T) {
 	}
 }
 
-// target is a proxy under test, numaproxy or nginx, and its upstreams.
-type target struct {
+// side is one proxy of a side-by-side test, numaproxy or nginx, and its upstreams.
+type side struct {
 	name, addr string
 	log        func() string
 	ups        []*flaky
 }
 
-// twoTargets starts numaproxy and nginx on the http block that body makes from a
+// sideBySide starts numaproxy and nginx on the http block that body makes from a
 // listen address and the addresses of n flaky upstreams of each one's own.
-func twoTargets(t *testing.T, n int, body func(listen string, ups []string) string) []*target {
+func sideBySide(t *testing.T, n int, body func(listen string, ups []string) string) []*side {
 	t.Helper()
-	var out []*target
+	var out []*side
 	for _, name := range []string{"numaproxy", "nginx"} {
-		tg := &target{name: name, addr: addrFor(t)}
+		tg := &side{name: name, addr: addrFor(t)}
 		var addrs []string
 		for i := 0; i < n; i++ {
 			f := newFlaky(t)
@@ -359,7 +359,7 @@ func twoTargets(t *testing.T, n int, body func(listen string, ups []string) stri
 }
 
 // accepted is the connections each upstream accepted so far.
-func (tg *target) accepted() []int64 {
+func (tg *side) accepted() []int64 {
 	var n []int64
 	for _, u := range tg.ups {
 		n = append(n, u.accepted.Load())
@@ -374,7 +374,7 @@ func (tg *target) accepted() []int64 {
 // recovery", removed in nginx 1.11.10), so neither does numaproxy.
 func TestProxyAllServersDown(t *testing.T) {
 	t.Parallel()
-	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+	targets := sideBySide(t, 2, func(listen string, ups []string) string {
 		return `
   upstream pair { server ` + ups[0] + ` fail_timeout=1s; server ` + ups[1] + ` fail_timeout=1s; }
   server { listen ` + listen + `; location / { proxy_pass http://pair; } }`
@@ -418,7 +418,7 @@ func TestProxyAllServersDown(t *testing.T) {
 // too the group is all down: 502 "no live upstreams".
 func TestProxyBackupServers(t *testing.T) {
 	t.Parallel()
-	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+	targets := sideBySide(t, 2, func(listen string, ups []string) string {
 		return `
   upstream withbackup { server ` + ups[0] + ` fail_timeout=1s; server ` + ups[1] + ` backup fail_timeout=1s; }
   server { listen ` + listen + `; location / { proxy_pass http://withbackup; } }`
@@ -489,7 +489,7 @@ func TestProxyBackupOnlyGroupRefused(t *testing.T) {
 // the fix the success cleared the count and the server went on taking requests.
 func TestProxyFailTimeoutWindow(t *testing.T) {
 	t.Parallel()
-	targets := twoTargets(t, 2, func(listen string, ups []string) string {
+	targets := sideBySide(t, 2, func(listen string, ups []string) string {
 		return `
   upstream g { server ` + ups[0] + ` max_fails=2 fail_timeout=30s; server ` + ups[1] + `; }
   server { listen ` + listen + `; location / { proxy_pass http://g; } }`
