@@ -36,6 +36,16 @@ type Main struct {
 	WorkerShutdownTimeout time.Duration
 	PidFile               string // absolute; "" when pid is off
 	ErrorLogs             []ErrorLog
+	WorkerPriority        *int   // nil: leave the nice value as it is
+	WorkerRlimitCore      int64  // -1: leave the limit as it is
+	WorkingDirectory      string // absolute; "": stay where started
+	Env                   []EnvVar
+}
+
+// EnvVar is one env directive: keep Name from the environment, or (Set) give it Value.
+type EnvVar struct {
+	Name, Value string
+	Set         bool
 }
 
 // CPUAffinity is worker_cpu_affinity as written ("auto", "auto MASK" or one binary

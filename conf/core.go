@@ -13,7 +13,7 @@ import (
 // (http, server, listen, server_name, location) is in http.go.
 var CoreModule = &Module{
 	Name:       "core",
-	Directives: append(mainDirectives(), httpDirectives()...),
+	Directives: concat(mainDirectives(), processDirectives(), httpDirectives(), hashTuningDirectives()),
 }
 
 func mainDirectives() []Directive {
@@ -51,6 +51,14 @@ func mainDirectives() []Directive {
 	}
 }
 
+func concat(lists ...[]Directive) []Directive {
+	var all []Directive
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	return all
+}
+
 var errorLogLevels = []string{"debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"}
 
 // initMain sets nginx's defaults before anything is parsed.
@@ -58,6 +66,7 @@ func initMain(cfg *Config) {
 	cfg.Main.WorkerProcesses = 1
 	cfg.Main.PidFile = filepath.Join(cfg.Prefix, "logs/numaproxy.pid")
 	cfg.Events.WorkerConnections = 512
+	cfg.Main.WorkerRlimitCore = -1
 }
 
 func setInclude(c *Cursor, s *Stmt) error { return c.p.include(c, s) }

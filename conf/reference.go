@@ -23,8 +23,12 @@ func (r *Registry) Reference() string {
 			if d.Default != "" {
 				def = "`" + d.Default + "`"
 			}
+			doc := d.Doc
+			if d.NoEffect {
+				doc = "**Accepted without effect**: " + doc
+			}
 			b.WriteString("| `" + d.Name + "` | `" + cell(d.Syntax) + "` | " + def + " | " +
-				d.Contexts.String() + " | " + cell(d.Doc) + " |\n")
+				d.Contexts.String() + " | " + cell(doc) + " |\n")
 		}
 		b.WriteString("\n")
 	}

@@ -81,6 +81,10 @@ type Directive struct {
 	Syntax  string // e.g. "worker_processes number | auto;"
 	Default string // "" when there is none
 	Doc     string // one line
+	// NoEffect marks a directive that tunes an nginx internal numaproxy does not
+	// have (hash sizes, accept_mutex): it is validated and accepted, and changes
+	// nothing; the reference says so and Doc says why.
+	NoEffect bool
 }
 
 // Module is one package's contribution to the configuration, like nginx's

@@ -62,6 +62,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	if inherited != nil {
 		in.up.parent = os.Getppid()
 	}
+	applyProcess(cfg, in.log)
 
 	snap, err := proxy.NewSnapshot(cfg)
 	if err != nil {
@@ -173,6 +174,7 @@ func (in *instance) reload() {
 		in.log.Log(nil, errorlog.LevelAlert, "error_log of the new configuration: "+err.Error()+"; logging stays where it was")
 	}
 	in.cfg = cfg
+	applyProcess(cfg, in.log)
 	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
 }
 
