@@ -47,8 +47,9 @@ type Conn interface {
 	PauseRead()
 	// ResumeRead undoes PauseRead.
 	ResumeRead()
-	// SetIdle marks the connection as idle (waiting for a new request) or busy.
-	// Drain closes idle connections and waits for busy ones.
+	// SetIdle marks the connection as idle (waiting for a new request, or cached
+	// for reuse) or busy. Idle connections cost nothing to close: Drain closes
+	// them at once and waits for busy ones.
 	SetIdle(idle bool)
 	// SetTimeout arms the connection's timer to call OnTimeout after d,
 	// replacing any previous deadline; d <= 0 cancels it.

@@ -52,8 +52,9 @@ type Loop struct {
 	iov     [][]byte // writev scratch, at most maxIovecs entries
 
 	listeners   []*Listener
-	failed      []*conn // connections whose write failed, closed after the callback
-	acceptPause int     // listeners currently not polled after EMFILE & co
+	failed      []*conn  // connections whose write failed, closed after the callback
+	acceptPause int      // listeners currently not polled after EMFILE & co
+	idle        idleList // SetIdle connections, oldest first
 	drainTimer  Timer
 	exit        bool
 
