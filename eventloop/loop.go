@@ -55,6 +55,8 @@ type Loop struct {
 	failed      []*conn  // connections whose write failed, closed after the callback
 	acceptPause int      // listeners currently not polled after EMFILE & co
 	idle        idleList // SetIdle connections, oldest first
+	connLog     limitLog // worker_connections are not enough
+	acceptLog   limitLog // accept failed (EMFILE & co)
 	drainTimer  Timer
 	exit        bool
 
