@@ -211,3 +211,66 @@ func TestWinchClosesIdleUpstreamAtOnce(t *testing.T) {
 		t.Fatalf("old binary exit code %d", code)
 	}
 }
+
+// TestQuitShutdownTimeoutBounds: worker_shutdown_timeout still bounds a graceful
+// stop whose request does not finish: the connection is closed and the process
+// exits, as nginx does on the same configuration.
+func TestQuitShutdownTimeoutBounds(t *testing.T) {
+	const mainExtra = "worker_shutdown_timeout 1s;\n"
+	scenario := func(t *testing.T, addr string, arrived chan struct{}, quit func(), gone func() bool) {
+		idle := warmIdle(t, addr, 2)
+		stuck := newClient(t, addr)
+		stuck.send("GET /stuck HTTP/1.1\r\nHost: t\r\n\r\n")
+		select {
+		case <-arrived:
+		case <-time.After(ioTimeout):
+			t.Fatal("the request did not reach the upstream")
+		}
+		quitAt := time.Now()
+		quit()
+		for _, cl := range idle {
+			cl.wantEOF()
+		}
+		stuck.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if rest, err := io.ReadAll(stuck.br); len(rest) > 0 || (err != nil && isTimeout(err)) {
+			t.Fatalf("the stuck request: %q %v, want the connection closed without a response", rest, err)
+		}
+		closed := time.Since(quitAt)
+		for !gone() {
+			if time.Since(quitAt) > 15*time.Second {
+				t.Fatal("still running 15 s after quit")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if closed < 900*time.Millisecond {
+			t.Errorf("the stuck request was closed %v after quit, before worker_shutdown_timeout", closed)
+		}
+		t.Logf("stuck request closed %v after quit, exit %v after quit", closed.Round(time.Millisecond), time.Since(quitAt).Round(time.Millisecond))
+	}
+	upstreamFor := func(t *testing.T) (*backend, chan struct{}) {
+		arrived, release := make(chan struct{}, 1), make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/stuck" {
+				arrived <- struct{}{}
+				<-release
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			io.WriteString(w, "warm")
+		})
+		return be, arrived
+	}
+	t.Run("numaproxy", func(t *testing.T) {
+		be, arrived := upstreamFor(t)
+		addr := addrFor(t)
+		in := startMain(t, "worker_processes 1;\n"+mainExtra, keepaliveBody(addr, be.Addr), addr)
+		scenario(t, addr, arrived, func() { in.signal("quit") }, in.gone)
+	})
+	t.Run("nginx", func(t *testing.T) {
+		be, arrived := upstreamFor(t)
+		addr := addrFor(t)
+		ng := startNginxMain(t, mainExtra, keepaliveBody(addr, be.Addr), addr)
+		scenario(t, addr, arrived, func() { ng.cmd.Process.Signal(syscall.SIGQUIT) }, ng.gone)
+	})
+}
