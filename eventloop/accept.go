@@ -1,38 +1,71 @@
 package eventloop
 
 import (
+	"fmt"
+	"log/slog"
+
+	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/panjf2000/gnet/v2/pkg/socket"
 	"golang.org/x/sys/unix"
 )
 
 // acceptEvent accepts until the queue is empty. Errors never stop the loop:
-// transient per-connection ones are skipped; running out of fds or memory
-// (or anything unexpected) stops polling the listener until a connection of
-// this loop closes or AcceptRetry passes, whichever comes first.
+// transient per-connection ones are skipped. When the loop is at MaxConns or
+// accept fails for lack of fds (EMFILE, ENFILE), the oldest idle connections
+// are closed to make room and accepting goes on; with no idle connection to
+// close, or on any other failure (ENOBUFS, ENOMEM, something unexpected), the
+// listener is not polled until a connection of this loop closes or AcceptRetry
+// passes, whichever comes first.
+//
+// Only the event itself says a connection is waiting: once one was taken, at the
+// bound or out of fds, the loop returns and lets the (level-triggered) listener
+// report again rather than close idle connections for nothing.
 func (l *Loop) acceptEvent(ln *Listener) {
+	waiting := true
 	for !ln.closed && !ln.paused {
 		if max := l.cfg.MaxConns; max > 0 && !ln.last && l.openConns.Load() >= int64(max) {
-			// Like nginx's "worker_connections are not enough": leave the rest in
-			// the accept queue (another loop may take them) until a connection closes.
-			l.pauseAccept(ln, ErrTooManyConns)
-			return
+			if !waiting {
+				return
+			}
+			if !l.makeRoom() {
+				// What is left waits in the accept queue (another loop may take it).
+				l.pauseAccept(ln)
+				return
+			}
 		}
 		fd, remote, err := accept4(ln.fd)
 		if err != nil {
 			switch err {
 			case unix.EAGAIN:
-				ln.logged = false // caught up: the failure burst, if any, is over
 				return
 			case unix.EINTR, unix.ECONNABORTED, unix.EPROTO, unix.EPERM,
 				unix.ENETDOWN, unix.ENOPROTOOPT, unix.EHOSTDOWN, unix.ENONET,
 				unix.EHOSTUNREACH, unix.EOPNOTSUPP, unix.ENETUNREACH, unix.ETIMEDOUT:
 				// accept(2): network errors of one pending connection; try the next.
+				waiting = false
 				continue
-			default: // EMFILE, ENFILE, ENOBUFS, ENOMEM, or something unexpected
-				l.pauseAccept(ln, err)
-				return
+			case unix.EMFILE, unix.ENFILE:
+				// Out of fds: unlike nginx, which stops accepting until a connection
+				// closes, the oldest idle connections make room and accept is retried.
+				// (accept4 takes the fd before it looks at the queue.)
+				if !waiting {
+					return
+				}
+				if l.reuseIdle() > 0 {
+					l.limitLog(&l.acceptLog, errorlog.LevelCrit, "accept4() failed "+errorlog.Errno(err)+", reusing connections",
+						"listen", ln.addr.String())
+					continue
+				}
+				l.limitLog(&l.acceptLog, errorlog.LevelCrit, "accept4() failed "+errorlog.Errno(err)+
+					", no idle connection to close: accepting waits until a connection closes", "listen", ln.addr.String())
+			default: // ENOBUFS, ENOMEM, or something unexpected
+				l.limitLog(&l.acceptLog, errorlog.LevelAlert, "accept4() failed "+errorlog.Errno(err)+
+					", accepting waits until a connection closes", "listen", ln.addr.String())
 			}
+			l.pauseAccept(ln)
+			return
 		}
+		waiting = false
 		l.accepted.Add(1)
 		_ = socket.SetNoDelay(fd, 1)
 		c := l.newConn(fd, l.handler)
@@ -50,7 +83,24 @@ func (l *Loop) acceptEvent(ln *Listener) {
 	}
 }
 
-func (l *Loop) pauseAccept(ln *Listener, err error) {
+// makeRoom runs at MaxConns before an accept: like nginx's worker_connections, it
+// closes the oldest idle connections and reports whether that freed a connection.
+// nginx starts closing them when less than a sixteenth of its connections are free,
+// because closing one may take a lingering close; here an idle connection closes
+// at once unless it still flushes a response, so room is made only when needed.
+func (l *Loop) makeRoom() bool {
+	max := l.cfg.MaxConns
+	if l.idle.n > 0 {
+		l.reuseIdle()
+		l.limitLog(&l.connLog, slog.LevelWarn, fmt.Sprintf("%d worker_connections are not enough, reusing connections", max))
+		return l.openConns.Load() < int64(max)
+	}
+	l.limitLog(&l.connLog, errorlog.LevelAlert, fmt.Sprintf("%d worker_connections are not enough", max)+
+		", no idle connection to close: accepting waits until a connection closes")
+	return false
+}
+
+func (l *Loop) pauseAccept(ln *Listener) {
 	if err := l.epollMod(ln.fd, ln.gen, 0); err != nil {
 		l.log.Error("stop polling listener", "addr", ln.addr, "err", err)
 	}
@@ -58,11 +108,6 @@ func (l *Loop) pauseAccept(ln *Listener, err error) {
 	l.acceptPause++
 	l.acceptStops.Add(1)
 	ln.retry.Reset(l.cfg.AcceptRetry)
-	if !ln.logged {
-		ln.logged = true
-		l.log.Warn("accept failed; listener paused until a connection closes or the retry delay passes",
-			"addr", ln.addr, "err", err, "retry", l.cfg.AcceptRetry)
-	}
 }
 
 func (l *Loop) resumeAccept(ln *Listener) {

@@ -28,16 +28,17 @@ type Config struct {
 	// WriteLowWater is the queued output at or below which OnWritable runs; default 64 KiB.
 	WriteLowWater int
 	// MaxConns bounds the connections (accepted and dialled) the loop keeps open,
-	// nginx's worker_connections: at the bound the loop stops accepting until one
-	// closes. 0 means no bound.
+	// nginx's worker_connections: at the bound the loop closes its oldest idle
+	// connections to accept a new one, or, with none idle, stops accepting until
+	// one closes. Dialling is not held back. 0 means no bound.
 	MaxConns int
 	// HoldP makes the loop wait for events without giving its P back to the Go
 	// scheduler (see poll.go): cheaper wake-ups, but each loop then needs a P of its
 	// own, so GOMAXPROCS must be larger than the number of HoldP loops.
 	HoldP bool
-	// AcceptRetry is how long a listener stays unpolled after accept failed
-	// for lack of fds or memory, unless a connection of the loop closes first;
-	// default 100ms.
+	// AcceptRetry is how long a listener stays unpolled at MaxConns or after
+	// accept failed (for lack of fds with no idle connection to close, or of
+	// memory), unless a connection of the loop closes first; default 100ms.
 	AcceptRetry time.Duration
 }
 

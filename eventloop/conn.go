@@ -28,8 +28,11 @@ type conn struct {
 
 	events  uint32 // epoll interest currently registered
 	paused  bool   // PauseRead in effect
-	idle    bool   // SetIdle(true) in effect
+	idle    bool   // SetIdle(true) in effect: in the loop's idle list
 	blocked bool   // above the write high watermark, OnWriteBlocked sent
+
+	idlePrev *conn // the loop's idle list, while idle
+	idleNext *conn
 
 	q        outQueue
 	high     int // own write watermarks (SetWriteWatermarks); 0: the loop's
@@ -165,6 +168,9 @@ func (c *conn) closeGraceful(err error) {
 	if c.state == connClosed || c.state == connClosing {
 		return
 	}
+	if c.idle {
+		c.setIdle(false) // closing: no longer there to reuse or drain
+	}
 	if c.q.size == 0 || c.state == connConnecting {
 		c.closeNow(err)
 		return
@@ -180,6 +186,9 @@ func (c *conn) closeNow(err error) {
 	}
 	l := c.loop
 	c.state = connClosed
+	if c.idle {
+		c.setIdle(false)
+	}
 	c.timer.Stop()
 	c.q.release(l.pool)
 	l.table.unregister(c.fd)
@@ -235,10 +244,14 @@ func (c *conn) ResumeRead() {
 
 // SetIdle implements Conn.
 func (c *conn) SetIdle(idle bool) {
-	c.idle = idle
+	if c.state != connOpen {
+		return // connecting, or closing: never idle
+	}
 	if idle && c.loop.draining() {
 		c.closeGraceful(ErrDraining)
+		return
 	}
+	c.setIdle(idle)
 }
 
 // SetTimeout implements Conn.

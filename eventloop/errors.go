@@ -8,14 +8,15 @@ import (
 var (
 	// ErrClosed is returned by operations on a closed connection.
 	ErrClosed = errors.New("eventloop: connection closed")
-	// ErrTooManyConns is why a loop at Config.MaxConns stopped accepting.
-	ErrTooManyConns = errors.New("eventloop: worker_connections are not enough")
 	// ErrLoopClosed is returned when a task is sent to a loop that has exited.
 	ErrLoopClosed = errors.New("eventloop: loop closed")
 	// ErrStopped is the OnClose error of connections closed by Stop.
 	ErrStopped = errors.New("eventloop: loop stopped")
 	// ErrDraining is the OnClose error of idle connections closed by Drain.
 	ErrDraining = errors.New("eventloop: loop draining")
+	// ErrReused is the OnClose error of idle connections closed to make room for
+	// new ones when the loop ran out of connections (MaxConns) or fds.
+	ErrReused = errors.New("eventloop: idle connection closed to make room")
 	// ErrDrainTimeout is the OnClose error of connections still open at the Drain deadline.
 	ErrDrainTimeout = errors.New("eventloop: drain deadline reached")
 	// ErrDialTimeout is the OnClose error of an outbound connect that did not finish in time.

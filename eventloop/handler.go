@@ -26,7 +26,7 @@ type Handler interface {
 	// OnClose runs once when the connection is gone, with why: io.EOF for an
 	// orderly close by the peer, nil for Close, ErrDialTimeout or a wrapped
 	// errno for a failed connect (then without OnOpen before it), ErrStopped,
-	// ErrDraining, ErrDrainTimeout, a *PanicError, or a wrapped I/O error.
+	// ErrDraining, ErrDrainTimeout, ErrReused, a *PanicError, or a wrapped I/O error.
 	OnClose(c Conn, err error)
 }
 
@@ -47,8 +47,11 @@ type Conn interface {
 	PauseRead()
 	// ResumeRead undoes PauseRead.
 	ResumeRead()
-	// SetIdle marks the connection as idle (waiting for a new request) or busy.
-	// Drain closes idle connections and waits for busy ones.
+	// SetIdle marks the connection as idle (waiting for a new request, or cached
+	// for reuse) or busy. Idle connections cost nothing to close: Drain closes
+	// them at once and waits for busy ones, and a loop that runs out of connections
+	// (MaxConns) or fds closes the oldest idle ones to make room (ErrReused).
+	// Marking an idle connection idle again makes it the newest.
 	SetIdle(idle bool)
 	// SetTimeout arms the connection's timer to call OnTimeout after d,
 	// replacing any previous deadline; d <= 0 cancels it.

@@ -3,7 +3,8 @@ package eventloop
 import "time"
 
 // Drain stops accepting (the loop's listeners are closed), closes idle
-// connections as they become idle, lets busy ones finish, and force-closes
+// connections (SetIdle) at once and the others as they become idle, lets busy
+// ones finish, and force-closes
 // whatever is left at deadline. The loop exits when its last connection is
 // gone; wait on Done. Safe from any goroutine.
 func (l *Loop) Drain(deadline time.Time) error {
@@ -35,11 +36,7 @@ func (l *Loop) drain(deadline time.Time) {
 	for _, ln := range l.listeners {
 		l.closeListener(ln)
 	}
-	l.eachConn(func(c *conn) {
-		if c.idle {
-			c.closeGraceful(ErrDraining)
-		}
-	})
+	l.closeIdle(ErrDraining)
 	l.drainTimer.Reset(time.Until(deadline))
 	l.checkDrained()
 }

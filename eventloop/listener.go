@@ -21,8 +21,7 @@ type Listener struct {
 	loop   *Loop
 	last   bool // being removed: accept what is queued whatever MaxConns says
 	gen    uint32
-	paused bool // not polled after accept ran out of fds or memory
-	logged bool // the current accept failure burst was logged
+	paused bool // not polled: at MaxConns or out of fds with nothing idle to close
 	retry  Timer
 	closed bool
 }

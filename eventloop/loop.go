@@ -52,8 +52,11 @@ type Loop struct {
 	iov     [][]byte // writev scratch, at most maxIovecs entries
 
 	listeners   []*Listener
-	failed      []*conn // connections whose write failed, closed after the callback
-	acceptPause int     // listeners currently not polled after EMFILE & co
+	failed      []*conn  // connections whose write failed, closed after the callback
+	acceptPause int      // listeners currently not polled after EMFILE & co
+	idle        idleList // SetIdle connections, oldest first
+	connLog     limitLog // worker_connections are not enough
+	acceptLog   limitLog // accept failed (EMFILE & co)
 	drainTimer  Timer
 	exit        bool
 

@@ -418,7 +418,8 @@ http {
 	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg(true)})
 	in := start(t, dir)
 	goneAddr := "127.0.0.1:" + strconv.Itoa(gone)
-	// Two idle keep-alive connections fill the loop.
+	// Two connections fill the loop, busy with a second request whose head has not
+	// all arrived (idle ones would be closed to make room).
 	var fillers []net.Conn
 	for i := 0; i < 2; i++ {
 		c, err := net.Dial("tcp", goneAddr)
@@ -427,7 +428,7 @@ http {
 		}
 		defer c.Close()
 		fillers = append(fillers, c)
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\n")
 		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("filling the loop: %v %v", resp, err)
 		}

@@ -26,9 +26,11 @@ type idleList struct {
 // cacheIdle keeps conn, which has carried requests requests, for the next request to
 // addr, up to the group's keepalive per loop; the oldest cached connection of the
 // address makes room, as in nginx. A connection that reached the group's
-// keepalive_requests is closed instead.
+// keepalive_requests, or that a draining loop would only keep waiting, is closed
+// instead. Cached connections are idle for the loop: Drain closes them at once, and
+// a loop short of connections or fds may close them (oldest idle first).
 func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream.Group, requests int) {
-	if g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests {
+	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || w.loop.Draining() {
 		conn.SetContext(nil)
 		conn.Close()
 		return
@@ -59,6 +61,7 @@ func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream
 	conn.SetContext(ic)
 	conn.SetTimeout(g.KeepaliveTimeout)
 	l.conns = append(l.conns, ic)
+	conn.SetIdle(true)
 }
 
 // idleCount is how many connections to g's servers this loop has cached.
@@ -84,6 +87,7 @@ func (w *Worker) takeIdle(addr netip.AddrPort) (eventloop.Conn, int) {
 	l.conns = l.conns[:len(l.conns)-1]
 	conn, requests := ic.conn, ic.requests
 	w.recycleIdle(ic)
+	conn.SetIdle(false)
 	conn.SetTimeout(0)
 	return conn, requests
 }
