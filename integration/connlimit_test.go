@@ -12,13 +12,6 @@ import (
 // its oldest idle keep-alive connections to serve new clients, instead of leaving
 // them unanswered in the accept queue while idle clients hold every slot.
 
-// withEvents is main-context text that gives the harness's configuration an events
-// block of its own: the harness appends an empty "events { }", which the trailing
-// "#" turns into a comment.
-func withEvents(events string) string {
-	return "events { " + events + " }\n#"
-}
-
 // idleClients leaves n keep-alive clients idle after one request each, oldest first.
 func idleClients(t *testing.T, addr string, n int) []*client {
 	t.Helper()
@@ -97,7 +90,7 @@ func TestConnLimitReusesIdle(t *testing.T) {
 	const reusing = "64 worker_connections are not enough, reusing connections"
 	t.Run("numaproxy", func(t *testing.T) {
 		addr := addrFor(t)
-		in := startMain(t, "worker_processes 1;\n"+withEvents("worker_connections 64;"), body(addr), addr)
+		in := startMain(t, "worker_processes 1;\n"+"events { worker_connections 64; }\n", body(addr), addr)
 		closed := scenario(t, addr)
 		// An eighth of the idle ones at a time, as nginx: 8 of 64.
 		if closed != limit/8 {
@@ -108,7 +101,7 @@ func TestConnLimitReusesIdle(t *testing.T) {
 	})
 	t.Run("nginx", func(t *testing.T) {
 		addr := addrFor(t)
-		ng := startNginxMain(t, withEvents("worker_connections 64;"), body(addr), addr)
+		ng := startNginxMain(t, "events { worker_connections 64; }\n", body(addr), addr)
 		closed := scenario(t, addr)
 		// nginx's listener and channel to its master take connections too, and it
 		// starts closing idle ones when less than a sixteenth are free.

@@ -46,12 +46,13 @@ func startNginx(t *testing.T, httpBody string, listen ...string) *nginxInstance 
 	return startNginxMain(t, "", httpBody, listen...)
 }
 
-// startNginxMain is startNginx with main-context directives of the caller's own.
+// startNginxMain is startNginx with main-context directives of the caller's own,
+// which may hold an events block.
 func startNginxMain(t *testing.T, mainExtra, httpBody string, listen ...string) *nginxInstance {
 	t.Helper()
 	bin := nginxBinary(t)
 	cfg := "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\npid logs/nginx.pid;\n" +
-		"error_log logs/error.log info;\n" + mainExtra + "events { }\nhttp {\n" +
+		"error_log logs/error.log info;\n" + withEvents(mainExtra) + "http {\n" +
 		"  access_log off;\n  client_body_temp_path temp/body;\n  proxy_temp_path temp/proxy;\n" +
 		"  fastcgi_temp_path temp/fastcgi;\n  uwsgi_temp_path temp/uwsgi;\n  scgi_temp_path temp/scgi;\n" +
 		httpBody + "\n}\n"

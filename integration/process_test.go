@@ -2,13 +2,11 @@ package integration
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // processLines are main- and events-context lines of stock nginx configurations:
@@ -46,16 +44,7 @@ func TestProcessDirectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := processHTTP + "server { listen " + addr + "; location / { return 200 ok; } }"
-	cfg := "error_log logs/error.log info;\nworker_processes 1;\n" + processLines + "working_directory " + wd + ";\n" +
-		processEvents + "http {\n" + body + "\n}\n"
-	in := start(t, writeTree(t, map[string]string{"conf/numaproxy.conf": cfg}))
-	waitFor(t, "numaproxy listening", 10*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	in := startMain(t, "worker_processes 1;\n"+processLines+"working_directory "+wd+";\n"+processEvents, body, addr)
 	pid := in.cmd.Process.Pid
 
 	limits := readFile(t, fmt.Sprintf("/proc/%d/limits", pid))

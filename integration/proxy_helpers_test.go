@@ -35,10 +35,11 @@ func startHTTP(t *testing.T, httpBody string, listen ...string) *instance {
 	return startMain(t, "worker_processes 1;\n", httpBody, listen...)
 }
 
-// startMain is startHTTP with main-context directives of the caller's own.
+// startMain is startHTTP with main-context directives of the caller's own, which
+// may hold an events block (else an empty one is added).
 func startMain(t *testing.T, mainExtra, httpBody string, listen ...string) *instance {
 	t.Helper()
-	cfg := "error_log logs/error.log info;\n" + mainExtra + "events { }\nhttp {\n" + httpBody + "\n}\n"
+	cfg := "error_log logs/error.log info;\n" + withEvents(mainExtra) + "http {\n" + httpBody + "\n}\n"
 	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg})
 	in := start(t, dir)
 	for _, a := range listen {
@@ -51,6 +52,14 @@ func startMain(t *testing.T, mainExtra, httpBody string, listen ...string) *inst
 		})
 	}
 	return in
+}
+
+// withEvents adds an empty events block to main-context text that has none.
+func withEvents(mainText string) string {
+	if strings.Contains(mainText, "events {") {
+		return mainText
+	}
+	return mainText + "events { }\n"
 }
 
 // fdCount is the number of open files of the process.
