@@ -87,21 +87,30 @@ func applyProcess(cfg *conf.Config, log *slog.Logger) {
 
 // setPriority sets the nice value of every thread of the process: on Linux a nice
 // value belongs to a thread, and threads the runtime starts later inherit it from
-// the thread that starts them.
+// the thread that starts them. A thread started during a pass by one not yet reniced
+// is caught by the next pass, which runs until no new thread appears.
 func setPriority(nice int) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	var first error
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	done := map[int]bool{}
+	for pass := 0; pass < 10; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return err
 		}
-		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && err != unix.ESRCH && first == nil {
-			first = err
+		fresh := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			fresh = true
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && err != unix.ESRCH {
+				return err
+			}
+			done[tid] = true
+		}
+		if !fresh {
+			return nil
 		}
 	}
-	return first
+	return nil
 }
