@@ -21,7 +21,7 @@ func (r *Registry) Reference() string {
 		for _, d := range ds {
 			def := "—"
 			if d.Default != "" {
-				def = "`" + d.Default + "`"
+				def = "`" + cell(d.Default) + "`"
 			}
 			b.WriteString("| `" + d.Name + "` | `" + cell(d.Syntax) + "` | " + def + " | " +
 				d.Contexts.String() + " | " + cell(d.Doc) + " |\n")
