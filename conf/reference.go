@@ -21,7 +21,7 @@ func (r *Registry) Reference() string {
 		for _, d := range ds {
 			def := "—"
 			if d.Default != "" {
-				def = "`" + d.Default + "`"
+				def = "`" + cell(d.Default) + "`"
 			}
 			doc := d.Doc
 			if d.NoEffect {

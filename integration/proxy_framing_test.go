@@ -68,7 +68,7 @@ func TestProxyFraming(t *testing.T) {
     location /raw11 { proxy_pass http://`+raw11.Addr+`; proxy_http_version 1.1; }
   }`, addr)
 
-	t.Run("chunked upload with trailers", func(t *testing.T) {
+	t.Run("chunked upload with trailers dropped", func(t *testing.T) {
 		cl := newClient(t, addr)
 		cl.send("POST /up?x=1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n")
 		// In pieces, splitting sizes, data and CRLFs.
@@ -81,7 +81,9 @@ func TestProxyFraming(t *testing.T) {
 			t.Fatalf("%d %q", resp.StatusCode, body)
 		}
 		s := be.last(t)
-		if s.Body != "hello, world" || len(s.TE) != 1 || s.TE[0] != "chunked" || s.Trailer.Get("X-Sum") != "42" || s.Proto != "HTTP/1.1" {
+		// The body is framed afresh: the extension and the trailer field stay behind,
+		// as nginx drops request trailers.
+		if s.Body != "hello, world" || len(s.TE) != 1 || s.TE[0] != "chunked" || s.Trailer.Get("X-Sum") != "" || s.Proto != "HTTP/1.1" {
 			t.Fatalf("upstream saw %+v", s)
 		}
 	})

@@ -29,6 +29,7 @@ const (
 var (
 	continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 	crlf        = []byte("\r\n")
+	lastChunk   = []byte("0\r\n\r\n")
 )
 
 // maxReplay bounds the request body kept to resend it to the next server.
@@ -50,13 +51,15 @@ type exchange struct {
 	tries     int
 	firstTry  time.Time
 	tryStart  time.Time
-	head      []byte // pooled: the request head, kept for a retry
-	replay    []byte // pooled: the body sent so far, kept for a retry
-	noReplay  bool   // the body outgrew maxReplay: no retry once it started
-	bodySent  bool   // body bytes went to the current connection
-	reqDone   bool   // the whole request has been read from the client
-	upgrade   bool   // the request asks for an upgrade and the head carries Upgrade
-	connClose bool   // the head asks the upstream to close after the response
+	head      []byte   // pooled: the request head, kept for a retry
+	replay    []byte   // pooled: the body sent so far (or a body read whole), kept for a retry
+	noReplay  bool     // the body outgrew maxReplay: no retry once it started
+	file      bodyFile // a body read whole into a temp file, sent from it on each try
+	fileSent  int64    // bytes of file sent on the current connection
+	bodySent  bool     // body bytes went to the current connection
+	reqDone   bool     // the whole request has been read from the client
+	upgrade   bool     // the request asks for an upgrade and the head carries Upgrade
+	connClose bool     // the head asks the upstream to close after the response
 
 	resp      http1.Response
 	rbuf      []byte // pooled: the response head as it arrives
@@ -72,6 +75,13 @@ type exchange struct {
 
 	chunkIov [4][]byte // Writev scratch: the pending head and a (re-chunked) body piece
 	head2    []byte    // the response head, held to go out in one writev with the first body bytes
+
+	// A chunked request body streamed upstream is framed afresh: data pieces of one
+	// client read gather into one chunk of our own (bodyIov[1:1+pieces]).
+	bodyIov  [8][]byte
+	pieces   int
+	pending  int // data bytes in the pieces
+	chunkHdr [18]byte
 }
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
@@ -123,6 +133,9 @@ func (b *backendHandler) OnWriteBlocked(c eventloop.Conn) {
 func (b *backendHandler) OnWritable(c eventloop.Conn) {
 	if ex := exchangeOf(c); ex != nil {
 		ex.armRead()
+		if !ex.sendFile() {
+			return
+		}
 		if (ex.c.state == csBody || ex.c.state == csTunnel) && !ex.c.paused {
 			ex.c.conn.ResumeRead()
 		}
@@ -164,8 +177,8 @@ func (c *client) proxy() {
 	}
 	if c.body == bodyChunked && c.lcf.HTTPMinor == 0 {
 		// An HTTP/1.0 server takes no chunked body: as nginx does (it buffers request
-		// bodies), read the whole body first, then send it with its length. It is held
-		// in memory, so client_max_body_size bounds it (64 MiB when that is 0).
+		// bodies), read the whole body first, in memory up to client_body_buffer_size
+		// and in a temp file beyond, then send it with its length.
 		c.buffering = true
 		c.readBody()
 		return
@@ -184,6 +197,9 @@ func (c *client) proxy() {
 // readBody starts reading the request body, beginning with what came with the head.
 func (c *client) readBody() {
 	c.state = csBody
+	// Chunk extensions and trailers are not passed on, but they are read: bound them
+	// as the head is bounded (nginx skips any amount).
+	c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
 	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
 	pending := c.in[c.headLen:]
 	c.in = c.in[:c.headLen]
@@ -202,41 +218,96 @@ func (c *client) startExchange() bool {
 	ex.resp.HeadRequest = c.isHEAD()
 	pool := c.conn.Loop().Pool()
 	ex.head = ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
+	// A body read whole goes with the exchange, which sends it again on a retry.
+	ex.replay, c.bodyBuf = c.bodyBuf, nil
+	ex.file, c.spool = c.spool, bodyFile{}
 	c.ex = ex
 	return ex.connect()
 }
 
-// maxBufferedBody bounds a buffered body when client_max_body_size is 0.
-const maxBufferedBody = 64 << 20
-
-// bufferChunk keeps decoded body data of a buffered request.
-func (c *client) bufferChunk(data []byte) {
-	pool := c.conn.Loop().Pool()
-	if len(c.bodyBuf)+len(data) > cap(c.bodyBuf) {
-		bigger := pool.Get(max(2*cap(c.bodyBuf), len(c.bodyBuf)+len(data), 4096))[:len(c.bodyBuf)]
-		copy(bigger, c.bodyBuf)
-		if c.bodyBuf != nil {
-			pool.Put(c.bodyBuf[:cap(c.bodyBuf)])
+// bufferChunk keeps data of a body read whole: in memory up to
+// client_body_buffer_size, in a temp file beyond. It reports false when it failed and
+// answered the client.
+func (c *client) bufferChunk(data []byte) bool {
+	limit := c.lcf.ClientBodyBufferSize
+	for len(data) > 0 {
+		if c.bodyBuf == nil {
+			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
 		}
-		c.bodyBuf = bigger
+		if len(c.bodyBuf) == limit {
+			if !c.spill(c.bodyBuf) {
+				return false
+			}
+			c.bodyBuf = c.bodyBuf[:0]
+		}
+		if len(c.bodyBuf) == 0 && len(data) > limit && c.spool.open {
+			return c.spill(data) // no copy through the buffer
+		}
+		k := min(limit-len(c.bodyBuf), len(data))
+		c.bodyBuf = append(c.bodyBuf, data[:k]...)
+		data = data[k:]
 	}
-	c.bodyBuf = append(c.bodyBuf, data...)
+	return true
 }
 
-// sendBuffered sends a buffered body, now whole, with its length.
+// spill appends p to the body's temp file, creating it first. It reports false when
+// it failed and answered the client (500, as nginx).
+func (c *client) spill(p []byte) bool {
+	if !c.spool.open {
+		dir := c.lcf.ClientBodyTemp.Dir
+		f, err := openBodyFile(dir)
+		if err != nil {
+			c.w.log.Error(err.Error(), "client", c.remote.String())
+			return c.bodyFailed()
+		}
+		c.spool = f
+		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
+	}
+	if err := c.spool.write(p); err != nil {
+		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
+		return c.bodyFailed()
+	}
+	return true
+}
+
+// bodyFailed answers 500 to a request whose body could not be kept.
+func (c *client) bodyFailed() bool {
+	c.abortExchange()
+	c.keepAlive = false
+	c.failRequest(500)
+	return false
+}
+
+// sendBuffered sends a body read whole, with its length: from memory, or from its
+// temp file once the part still in memory joined it there.
 func (c *client) sendBuffered() {
 	c.buffering = false
 	c.body = bodyLength
-	c.contentLength = int64(len(c.bodyBuf))
+	if c.spool.open {
+		if len(c.bodyBuf) > 0 && !c.spill(c.bodyBuf) {
+			return
+		}
+		c.putBodyBuf()
+	}
+	c.contentLength = c.spool.size + int64(len(c.bodyBuf))
+	// The whole body is read: writes blocking upstream must not pause the client.
+	c.state = csWait
 	if c.startExchange() {
-		c.ex.sendBody(c.bodyBuf)
 		c.bodyDone()
 	}
-	c.releaseBodyBuf()
 }
 
+// releaseBodyBuf returns the body buffer to the pool and closes the body's temp file.
 func (c *client) releaseBodyBuf() {
-	if c.request != nil && c.bodyBuf != nil {
+	if c.request == nil {
+		return
+	}
+	c.putBodyBuf()
+	c.spool.close()
+}
+
+func (c *client) putBodyBuf() {
+	if c.bodyBuf != nil {
 		c.conn.Loop().Pool().Put(c.bodyBuf[:cap(c.bodyBuf)])
 		c.bodyBuf = nil
 	}
@@ -265,8 +336,7 @@ func (ex *exchange) connect() bool {
 			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
 			idle.SetContext(ex)
 			ex.send()
-			ex.connected()
-			return true
+			return ex.connected()
 		}
 		conn, err := ex.w.loop.Dial(p.Addr, c.lcf.ConnectTimeout, &ex.w.backends, ex)
 		if err != nil && localDialError(err) {
@@ -307,19 +377,26 @@ func localDialError(err error) bool {
 		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
-// send queues the head and whatever body was already sent on the current connection.
+// send queues the head and whatever body was already sent on the current connection;
+// a body in a temp file follows once the connection is up (connected).
 func (ex *exchange) send() {
 	ex.conn.Write(ex.head)
 	if len(ex.replay) > 0 {
 		ex.conn.Write(ex.replay)
 		ex.bodySent = true
 	}
+	ex.fileSent = 0
 }
 
-// connected: the connection is up (or reused); the response is awaited.
-func (ex *exchange) connected() {
+// connected: the connection is up (or reused); the response is awaited. It reports
+// false when sending the body failed and the client was answered.
+func (ex *exchange) connected() bool {
 	ex.state = exHead
+	if !ex.sendFile() {
+		return false
+	}
 	ex.armRead()
+	return true
 }
 
 // armRead sets the upstream timer for the phase the exchange is in: as nginx,
@@ -329,6 +406,9 @@ func (ex *exchange) connected() {
 func (ex *exchange) armRead() {
 	if ex.conn == nil || ex.state == exConnecting || ex.state == exDone {
 		return // a connect keeps its proxy_connect_timeout
+	}
+	if ex.filePending() {
+		return // proxy_send_timeout, armed when writing blocks
 	}
 	if ex.reqDone || ex.gotBytes || ex.state != exHead {
 		ex.conn.SetTimeout(ex.c.lcf.ReadTimeout)
@@ -344,6 +424,11 @@ func (ex *exchange) sendBody(p []byte) {
 	}
 	ex.conn.Write(p)
 	ex.bodySent = true
+	ex.keepReplay(p)
+}
+
+// keepReplay keeps a copy of body bytes sent, for a retry, while they fit.
+func (ex *exchange) keepReplay(p []byte) {
 	if ex.noReplay {
 		return
 	}
@@ -360,6 +445,46 @@ func (ex *exchange) sendBody(p []byte) {
 		ex.replay = pool.Get(maxReplay)[:0]
 	}
 	ex.replay = append(ex.replay, p...)
+}
+
+// bodyChunk takes data of a chunked body streamed upstream; it goes in a chunk of our
+// own framing (flushChunk), without the client's extensions.
+func (ex *exchange) bodyChunk(p []byte) {
+	if ex.pieces == len(ex.bodyIov)-3 {
+		ex.flushChunk(false)
+	}
+	ex.pieces++
+	ex.bodyIov[ex.pieces] = p
+	ex.pending += len(p)
+}
+
+// flushChunk sends the data gathered by bodyChunk as one chunk, in one writev, with
+// the last-chunk after it when last (no trailer fields: nginx passes none either).
+func (ex *exchange) flushChunk(last bool) {
+	iov := ex.bodyIov[:0]
+	if ex.pieces > 0 {
+		iov = ex.bodyIov[:1+ex.pieces]
+		iov[0] = http1.AppendChunkHeader(ex.chunkHdr[:0], ex.pending)
+		iov = append(iov, crlf)
+	}
+	if last {
+		iov = append(iov, lastChunk)
+	}
+	ex.sendBodyv(iov)
+	clear(ex.bodyIov[:])
+	ex.pieces, ex.pending = 0, 0
+}
+
+// sendBodyv is sendBody for several pieces, written with one writev.
+func (ex *exchange) sendBodyv(iov [][]byte) {
+	if len(iov) == 0 || ex.conn == nil {
+		return
+	}
+	ex.conn.Writev(iov)
+	ex.bodySent = true
+	for _, p := range iov {
+		ex.keepReplay(p)
+	}
 }
 
 // requestSent: the client's whole request was read and passed on.
@@ -724,7 +849,7 @@ func (ex *exchange) complete(clean bool) {
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {
 		ex.conn = nil
-		if clean && ex.reqDone && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 {
+		if clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 {
 			ex.w.cacheIdle(conn, ex.peer.Addr, ex.g, ex.connReqs+1)
 		} else {
 			conn.SetContext(nil)
@@ -789,6 +914,7 @@ func (ex *exchange) release() {
 	putBuffer(pool, &ex.head)
 	putBuffer(pool, &ex.replay)
 	putBuffer(pool, &ex.rbuf)
+	ex.file.close()
 }
 
 func putBuffer(pool eventloop.BufferPool, b *[]byte) {

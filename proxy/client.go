@@ -76,9 +76,10 @@ type request struct {
 	internalGET bool // after an error_page redirect the request goes on as GET
 
 	body          bodyKind
-	contentLength int64  // the body length sent upstream (Content-Length)
-	buffering     bool   // the chunked body is read whole before it goes upstream
-	bodyBuf       []byte // pooled: the buffered body
+	contentLength int64    // the body length sent upstream (Content-Length)
+	buffering     bool     // the chunked body is read whole before it goes upstream
+	bodyBuf       []byte   // pooled: the buffered body, or its part not yet in spool
+	spool         bodyFile // the buffered body beyond client_body_buffer_size
 	bodyLen       http1.LengthBody
 	chunks        http1.ChunkedDecoder
 	bodyTotal     int64 // body bytes received, against client_max_body_size
@@ -360,19 +361,25 @@ func (c *client) takeBody(data []byte) {
 				return
 			}
 			if c.buffering {
-				c.bufferChunk(chunk)
-			} else {
-				c.ex.sendBody(data[:n])
+				if !c.bufferChunk(chunk) {
+					return
+				}
+			} else if len(chunk) > 0 {
+				c.ex.bodyChunk(chunk)
 			}
 			data = data[n:]
 			if c.chunks.Done() {
 				if c.buffering {
 					c.sendBuffered()
 				} else {
+					c.ex.flushChunk(true)
 					c.bodyDone()
 				}
 			}
 		}
+	}
+	if c.ex != nil && c.ex.pieces > 0 {
+		c.ex.flushChunk(false) // the pieces are in the loop's read buffer
 	}
 	if len(data) > 0 {
 		c.keep(data)
@@ -381,12 +388,9 @@ func (c *client) takeBody(data []byte) {
 	}
 }
 
-// bodyTooLarge checks client_max_body_size (and the bound of a buffered body).
+// bodyTooLarge checks client_max_body_size, which counts data bytes only.
 func (c *client) bodyTooLarge() bool {
 	max := c.lcf.ClientMaxBodySize
-	if c.buffering && (max == 0 || max > maxBufferedBody) {
-		max = maxBufferedBody
-	}
 	return max > 0 && c.bodyTotal > max
 }
 

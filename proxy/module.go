@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +78,12 @@ func directives() []conf.Directive {
 		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
 			Syntax: "client_max_body_size size;", Default: "1m",
 			Doc: "Largest request body; larger gets 413. 0 disables the check."},
+		{Name: "client_body_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientBodyBufferSize }, bitClientBodyBuffer),
+			Syntax: "client_body_buffer_size size;", Default: "8k|16k",
+			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
+		{Name: "client_body_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setClientBodyTempPath,
+			Syntax: "client_body_temp_path path [level1 [level2 [level3]]];", Default: "client_body_temp",
+			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
 		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
 			Syntax: "client_header_timeout time;", Default: "60s",
 			Doc: "Longest time to receive a whole request head; then 408 and close."},
@@ -142,6 +150,9 @@ type LocConf struct {
 	LargeHeaderBuffers     int
 	LargeHeaderBufferSize  int
 
+	ClientBodyBufferSize int
+	ClientBodyTemp       *TempPath // never nil once the config is checked
+
 	set uint64 // which fields this level set itself (bit* below)
 }
 
@@ -172,6 +183,8 @@ const (
 	bitErrorPages
 	bitClientHeaderBuffer
 	bitLargeHeaderBuffers
+	bitClientBodyBuffer
+	bitClientBodyTemp
 
 	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
 )
@@ -216,6 +229,13 @@ type ErrorPage struct {
 	Code   int
 	Status int    // the status to answer with: 0 keeps the original; -1 ("=") takes the target's
 	Target string // "/uri", "@name" or an absolute URL
+	Pos    conf.Pos
+}
+
+// TempPath is a client_body_temp_path.
+type TempPath struct {
+	Dir    string // absolute
+	Levels []int  // as written; unused (see the directive)
 	Pos    conf.Pos
 }
 
@@ -288,6 +308,7 @@ func defaults() LocConf {
 		ClientHeaderBufferSize: 1 << 10,
 		LargeHeaderBuffers:     4,
 		LargeHeaderBufferSize:  8 << 10,
+		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
 	}
 }
 
@@ -347,6 +368,8 @@ var inheritedFields = []struct {
 	{bitLargeHeaderBuffers, func(c, p *LocConf) {
 		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
 	}},
+	{bitClientBodyBuffer, func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
+	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
@@ -660,6 +683,32 @@ func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+// setClientBodyTempPath is nginx's path slot: a directory (relative to the prefix)
+// and up to three levels of 1 or more digits each, 10 in all.
+func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
+	dir := strings.TrimSuffix(s.Args[0].Value, "/")
+	if dir == "" {
+		dir = "/"
+	}
+	p := &TempPath{Dir: c.Path(dir), Pos: s.Pos}
+	sum := 0
+	for _, a := range s.Args[1:] {
+		n, err := strconv.Atoi(a.Value)
+		if err != nil || n < 1 {
+			return s.InvalidValue(a, "")
+		}
+		sum += n
+		p.Levels = append(p.Levels, n)
+	}
+	if sum > 10 {
+		return s.InvalidValue(s.Args[len(s.Args)-1], "the levels take more than 10 digits")
+	}
+	lc := locConf(c)
+	lc.ClientBodyTemp = p
+	lc.set |= bitClientBodyTemp
+	return nil
+}
+
 // isToken reports an RFC 9110 token (a valid header field name).
 func isToken(s string) bool {
 	if s == "" {
@@ -680,9 +729,18 @@ func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
+	// Levels that did not set client_body_temp_path take nginx's default, in the prefix.
+	temp := &TempPath{Dir: filepath.Join(cfg.Prefix, "client_body_temp")}
+	defaultTemp := func(lc *LocConf) {
+		if lc.ClientBodyTemp == nil {
+			lc.ClientBodyTemp = temp
+		}
+	}
+	defaultTemp(cfg.HTTP.Conf(self).(*LocConf))
 	var walk func(locs []*conf.Location) error
 	walk = func(locs []*conf.Location) error {
 		for _, loc := range locs {
+			defaultTemp(loc.Conf(self).(*LocConf))
 			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil {
 				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
 				if err != nil {
@@ -697,6 +755,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		return nil
 	}
 	for _, srv := range cfg.HTTP.Servers {
+		defaultTemp(srv.Conf(self).(*LocConf))
 		if err := walk(srv.Locations); err != nil {
 			return err
 		}

@@ -16,9 +16,13 @@ type Snapshot struct {
 	hashKeys map[*upstream.Group]*Template // hash KEY, compiled
 }
 
-// NewSnapshot compiles cfg for the data path.
+// NewSnapshot compiles cfg for the data path and creates the client_body_temp_path
+// directories that are missing, as nginx does at start and on reload.
 func NewSnapshot(cfg *conf.Config) (*Snapshot, error) {
 	s := &Snapshot{Config: cfg, Routes: route.Build(cfg), Groups: upstream.GroupsOf(cfg), hashKeys: map[*upstream.Group]*Template{}}
+	if err := createTempPaths(cfg); err != nil {
+		return nil, err
+	}
 	for _, g := range s.Groups.List {
 		if g.Method == upstream.Hash || g.Method == upstream.HashConsistent {
 			t, err := CompileTemplate(g.HashKey)

@@ -47,6 +47,11 @@ type ChunkedDecoder struct {
 	// MaxTrailerSize bounds the trailer section; zero means
 	// DefaultMaxTrailerSize.
 	MaxTrailerSize int
+	// MaxOverhead bounds the bytes of chunk extensions and of the trailer
+	// section over the whole body, framing that carries no data: without it
+	// a body under a data limit can be any size. Zero means no such bound
+	// (each line stays bounded).
+	MaxOverhead int
 	// Upstream makes errors carry 502 instead of 400.
 	Upstream bool
 
@@ -55,6 +60,7 @@ type ChunkedDecoder struct {
 	size       int64 // the chunk-size being read, then data left in the chunk
 	lineLen    int   // bytes of the current chunk-size line
 	trailerLen int
+	extLen     int // extension bytes of the chunk-size lines so far
 	// The start of the current trailer field name, lower-cased, to refuse
 	// the fields a trailer must not carry.
 	nameLen int
@@ -63,7 +69,7 @@ type ChunkedDecoder struct {
 
 // Reset readies d for the next body, keeping its settings.
 func (d *ChunkedDecoder) Reset() {
-	*d = ChunkedDecoder{MaxTrailerSize: d.MaxTrailerSize, Upstream: d.Upstream}
+	*d = ChunkedDecoder{MaxTrailerSize: d.MaxTrailerSize, MaxOverhead: d.MaxOverhead, Upstream: d.Upstream}
 }
 
 // Done reports whether the last chunk and trailer section have been consumed.
@@ -232,6 +238,11 @@ func (d *ChunkedDecoder) step(c byte) (errorKind, bool) {
 		if c != '\n' {
 			return errBadLineEnd, false
 		}
+		// What the line holds besides the size and its CRLF is extensions.
+		d.extLen += d.lineLen - d.digits - 2
+		if d.MaxOverhead > 0 && d.extLen > d.MaxOverhead {
+			return errChunkOverhead, false
+		}
 		d.lineLen, d.digits = 0, 0
 		if d.size == 0 {
 			d.state = trailerLineStart // last-chunk (RFC 9112 §7.1)
@@ -309,6 +320,10 @@ func (d *ChunkedDecoder) stepTrailer(c byte) (errorKind, bool) {
 			return errBadTrailer, false
 		}
 		d.state = chunkDone
+	}
+	// The CRLF that ends the body is not part of the trailer section.
+	if d.MaxOverhead > 0 && d.state != trailerEndLF && d.state != chunkDone && d.extLen+d.trailerLen > d.MaxOverhead {
+		return errChunkOverhead, false
 	}
 	return 0, true
 }

@@ -159,3 +159,43 @@ func TestChunkedEncodeRoundTrip(t *testing.T) {
 		t.Errorf("last chunk %q", s)
 	}
 }
+
+func TestChunkedMaxOverhead(t *testing.T) {
+	ext := ";a=" + strings.Repeat("b", 97) // 100 extension bytes
+	cases := []struct {
+		name string
+		body string
+		fail bool
+	}{
+		{"extensions at the bound", strings.Repeat("1"+ext+"\r\nx\r\n", 3) + "0\r\n\r\n", false},
+		{"extensions past the bound", strings.Repeat("1"+ext+"\r\nx\r\n", 4) + "0\r\n\r\n", true},
+		{"on the last chunk", strings.Repeat("1"+ext+"\r\nx\r\n", 3) + "0;z\r\n\r\n", true},
+		{"trailers count too", strings.Repeat("1"+ext+"\r\nx\r\n", 2) + "0\r\nX: " + strings.Repeat("v", 97) + "\r\n\r\n", true},
+		{"trailers alone", "1\r\nx\r\n0\r\nX: " + strings.Repeat("v", 400) + "\r\n\r\n", true},
+		{"plain chunks are not overhead", strings.Repeat("1\r\nx\r\n", 1000) + "0\r\n\r\n", false},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			input := []byte(tc.body)
+			for _, cuts := range append(splits(len(input), rng), nil) {
+				d := ChunkedDecoder{MaxOverhead: 300}
+				_, _, err := decodeChunked(&d, input, cuts)
+				if tc.fail {
+					if pe, ok := err.(*ParseError); !ok || pe.Status != 400 || pe.Reason != "too many chunk extension and trailer bytes" {
+						t.Fatalf("got %v, want the overhead error", err)
+					}
+					continue
+				}
+				if err != nil || !d.Done() {
+					t.Fatalf("got %v (done %v)", err, d.Done())
+				}
+			}
+		})
+	}
+	d := ChunkedDecoder{MaxOverhead: 300}
+	d.Reset()
+	if d.MaxOverhead != 300 {
+		t.Fatal("Reset must keep MaxOverhead")
+	}
+}

@@ -55,6 +55,7 @@ const (
 	errBadTrailer
 	errTrailerTooLarge
 	errForbiddenTrailer
+	errChunkOverhead
 	errorKinds
 )
 
@@ -99,6 +100,7 @@ var errorInfos = [errorKinds]errorInfo{
 	errBadTrailer:                {"invalid trailer field", 400},
 	errTrailerTooLarge:           {"trailer section too large", 400},
 	errForbiddenTrailer:          {"field not allowed in a trailer", 400},
+	errChunkOverhead:             {"too many chunk extension and trailer bytes", 400},
 }
 
 // The errors are built once so that returning one does not allocate.
