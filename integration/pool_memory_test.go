@@ -14,11 +14,13 @@ import (
 )
 
 // TestPoolMemoryGivenBack: 200 clients that read a little of a 4 MiB response and
-// then stall make the proxy queue up to its write watermark for each (about 320 KiB:
-// 256 KiB plus one read); once they are gone, the buffer pool gives the idle memory
-// back to the kernel after its release delay (pool.DefaultReleaseDelay, 10 s), so
-// the process RSS falls back towards where it was. Before, it stayed at the peak.
-// Both with numa off (one domain, first touch) and on (the arena bound to node 0).
+// then stall make the proxy queue what their sockets do not take (measured: 115-145
+// KiB each, as the kernel's send buffer, autotuned up to tcp_wmem's 4 MiB, holds most
+// of each body; with 10 MiB bodies the queue reaches the loop's write watermark, 256
+// KiB plus one read). Once they are gone, the buffer pool gives the idle memory back
+// to the kernel after its release delay (pool.DefaultReleaseDelay, 10 s), so the
+// process RSS falls back towards where it was; before, it stayed at the peak. Both
+// with numa off (one domain, pages placed by first touch) and on (bound to node 0).
 //
 // nginx 1.22 on the same shape (proxy_buffering on) spills to temp files: measured
 // on this machine, 800 such readers of 10 MiB peaked at 106 MiB for the worker.
@@ -33,7 +35,7 @@ func testPoolMemoryGivenBack(t *testing.T, mainExtra string) {
 		readers   = 200
 		bodySize  = 4 << 20
 		giveBack  = 30 * time.Second // the release delay (10 s) with a generous margin
-		minGrowth = 20 << 20         // far below 200 x 320 KiB: the readers must show
+		minGrowth = 12 << 20         // half of what was measured: the readers must show
 	)
 	up := newRawUpstream(t, func(c net.Conn) {
 		if _, err := readHead(bufio.NewReader(c)); err != nil {
