@@ -20,9 +20,9 @@ import (
 // since its last wake: buffers below the least length of the last releaseTicks
 // wakes were not touched for at least ReleaseDelay, and their pages are given
 // back (within ReleaseDelay*(1+1/releaseTicks) of their last use). This is the
-// low-water mark of Linux's and Go's own caches, with a window; it needs no
-// clock on the hot path: Get and Put are unchanged, and a Local's refill only
-// compares one int under the lock it already holds.
+// low-water mark tcmalloc's thread caches scavenge by, over a window; it needs
+// no clock on the hot path: Get and Put are unchanged, and a Local's refill
+// only compares one int under the lock it already holds.
 //
 // MADV_DONTNEED rather than MADV_FREE: DONTNEED drops the pages at once, so the
 // process RSS and its cgroup's charge fall when the proxy goes idle, which is
