@@ -46,8 +46,8 @@ type loopSet struct {
 	loops   []*eventloop.Loop
 	workers []*proxy.Worker
 	domain  []int                                    // domain of each loop
-	pools   []*pool.Domain                           // per domain, when the plan is enabled
-	locals  []*pool.Local                            // per loop, when the plan is enabled
+	pools   []*pool.Domain                           // per domain
+	locals  []*pool.Local                            // per loop
 	steer   *steering                                // per-address BPF programs
 	addrs   map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
 	log     *slog.Logger
@@ -141,18 +141,16 @@ func newLoopSet(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus
 	return s, nil
 }
 
-// makePools makes one node-bound buffer pool per domain; without NUMA the loops
-// keep the event loop's own heap pool.
+// makePools makes one buffer pool per domain, bound to the domain's node; without
+// NUMA the one domain's pool places pages by first touch. Either way the buffers are
+// off the Go heap and idle ones go back to the kernel (pool.Config.ReleaseDelay).
 func (s *loopSet) makePools() error {
-	if !s.plan.Enabled {
-		return nil
-	}
 	for _, d := range s.plan.Domains {
 		p, err := pool.NewDomain(d.ID, d.Node, pool.Config{})
 		if err != nil {
 			return fmt.Errorf("buffer pool of domain %d: %w", d.ID, err)
 		}
-		if !p.Bound() {
+		if d.Node >= 0 && !p.Bound() {
 			s.log.Warn("buffer pool memory could not be bound to its node; pages go where the loop first touches them",
 				"domain", d.ID, "node", d.Node, "error", errString(p.BindErr()))
 		}
@@ -177,13 +175,13 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 	w := proxy.NewWorker(snap, s.log, dom)
 	// HoldP: GOMAXPROCS is the number of loops plus one (numa.GOMAXPROCS).
 	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
+	local, err := s.pools[dom].NewLocal()
+	if err != nil {
+		return err
+	}
+	s.locals = append(s.locals, local)
+	lc.Pool = pool.NewHeapFallback(local)
 	if s.plan.Enabled {
-		local, err := s.pools[dom].NewLocal()
-		if err != nil {
-			return err
-		}
-		s.locals = append(s.locals, local)
-		lc.Pool = pool.NewHeapFallback(local)
 		lc.OnStart = memoryPolicyHook(s.plan.Domains[dom].Node, s.log)
 	}
 	l, err := eventloop.New(lc)

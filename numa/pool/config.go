@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,6 +14,10 @@ const (
 	DefaultChunkSize  = 2 << 20
 	DefaultMaxBytes   = 256 << 20
 	DefaultBatchBytes = 256 << 10
+	// DefaultReleaseDelay is how long a free buffer of a domain's reserve stays
+	// resident unused before its pages go back to the kernel (jemalloc's
+	// default dirty_decay_ms is the same 10 s).
+	DefaultReleaseDelay = 10 * time.Second
 	// MaxClasses is the largest number of size classes a Config may have.
 	MaxClasses = 16
 	minClass   = 64
@@ -37,6 +42,15 @@ type Config struct {
 	// chunk's worth. A Local keeps at most two batches per class. Default
 	// 256 KiB.
 	BatchBytes int
+	// ReleaseDelay is how long a free buffer may stay unused in the domain's
+	// reserve before its pages are given back to the kernel (madvise
+	// MADV_DONTNEED, from a goroutine of the domain, never from Get or Put).
+	// The buffer stays in the pool; the arena keeps its node binding, so pages
+	// faulted in again come from the same node. Buffers on the Locals' free
+	// lists, at most two batches per class, are the loops' warm reserve and
+	// stay resident. Negative keeps everything resident. Default
+	// DefaultReleaseDelay.
+	ReleaseDelay time.Duration
 }
 
 // class is one size class as the pool uses it.
@@ -60,6 +74,9 @@ func (c Config) normalize() (Config, []class, error) {
 	}
 	if c.BatchBytes == 0 {
 		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.ReleaseDelay == 0 {
+		c.ReleaseDelay = DefaultReleaseDelay
 	}
 	if c.ChunkSize < unix.Getpagesize() || bits.OnesCount(uint(c.ChunkSize)) != 1 {
 		return c, nil, fmt.Errorf("chunk size %d is not a power of two of at least a page", c.ChunkSize)

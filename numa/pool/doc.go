@@ -6,8 +6,11 @@
 // with mbind(MPOL_BIND) before any page exists. The arena grows a chunk at a
 // time (mprotect to read-write, 2 MiB by default) up to the cap; each chunk is
 // carved into buffers of one size class and pushed onto the domain's reserve,
-// a lock-protected stack per class. Memory is never given back to the Go heap
-// or to the kernel before Close, which unmaps the arena.
+// a lock-protected stack per class. A chunk keeps its class and its address
+// range until Close unmaps the arena, but the pages of buffers that stayed
+// free in the reserve for Config.ReleaseDelay go back to the kernel
+// (madvise MADV_DONTNEED, from a goroutine of the domain; see release.go) and
+// are faulted in again, on the bound node, when a buffer is used again.
 //
 // A Local is one event loop's free list: no locks, used only from the loop's
 // thread. It takes buffers from the reserve in batches when it runs dry and

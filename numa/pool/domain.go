@@ -50,29 +50,35 @@ type Domain struct {
 	lent []atomic.Uint64
 
 	mu      sync.Mutex
-	reserve [][]uintptr // free buffers per class, as offsets into mem
+	reserve []reserveClass // free buffers per class
 	mapped  uintptr
 	closed  bool
 	nlocals int
+
+	stopRelease chan struct{} // closed by Close; nil without a releaser
+	released    chan struct{} // closed when the releaser has returned
 
 	locals atomic.Pointer[[]*Local] // copy on write, for Stats
 	stats  domainStats
 }
 
 type domainStats struct {
-	mapped   atomic.Int64
-	chunks   atomic.Int64
-	tooLarge atomic.Int64 // TooLarge Gets of closed Locals
-	heapGets atomic.Int64 // of closed Locals
-	heapPuts atomic.Int64 // of closed Locals
-	growErr  atomic.Pointer[error]
-	classes  [MaxClasses]classStats
+	mapped     atomic.Int64
+	chunks     atomic.Int64
+	tooLarge   atomic.Int64 // TooLarge Gets of closed Locals
+	heapGets   atomic.Int64 // of closed Locals
+	heapPuts   atomic.Int64 // of closed Locals
+	growErr    atomic.Pointer[error]
+	released   atomic.Int64 // bytes given back to the kernel
+	releaseErr atomic.Pointer[error]
+	classes    [MaxClasses]classStats
 }
 
 type classStats struct {
 	carved      atomic.Int64
 	mapped      atomic.Int64
 	freeReserve atomic.Int64
+	freeClean   atomic.Int64
 	exhausted   atomic.Int64
 	gets        atomic.Int64 // of closed Locals
 	puts        atomic.Int64 // of closed Locals
@@ -99,7 +105,7 @@ func NewDomain(id, node int, cfg Config) (*Domain, error) {
 		mem: mem, base: unsafe.Pointer(&mem[0]), limit: uintptr(len(mem)),
 		chunkShift: uint(bits.TrailingZeros(uint(cfg.ChunkSize))),
 		minShift:   uint(bits.TrailingZeros(uint(cfg.Classes[0]))),
-		reserve:    make([][]uintptr, len(classes)),
+		reserve:    make([]reserveClass, len(classes)),
 	}
 	d.chunkClass = make([]atomic.Int32, d.limit>>d.chunkShift)
 	d.lent = make([]atomic.Uint64, (d.limit>>d.minShift+63)/64)
@@ -119,6 +125,10 @@ func NewDomain(id, node int, cfg Config) (*Domain, error) {
 	}
 	d.locals.Store(&[]*Local{})
 	register(d)
+	if cfg.ReleaseDelay > 0 {
+		d.stopRelease, d.released = make(chan struct{}), make(chan struct{})
+		go d.releaser(cfg.ReleaseDelay/releaseTicks, d.stopRelease, d.released)
+	}
 	return d, nil
 }
 
@@ -187,11 +197,12 @@ func (d *Domain) NewLocal() (*Local, error) {
 // pointing at nothing.
 func (d *Domain) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return nil
 	}
 	if d.nlocals > 0 {
+		d.mu.Unlock()
 		return fmt.Errorf("pool: domain %d: close with %d Locals open", d.id, d.nlocals)
 	}
 	var out int64
@@ -200,48 +211,63 @@ func (d *Domain) Close() error {
 		out += cs.gets.Load() - cs.puts.Load()
 	}
 	if out != 0 {
+		d.mu.Unlock()
 		return fmt.Errorf("pool: domain %d: close with %d buffers in use", d.id, out)
 	}
 	unregister(d)
 	d.closed = true
+	for i := range d.reserve {
+		d.reserve[i] = reserveClass{}
+	}
+	d.mu.Unlock()
+	// The releaser may be giving pages back outside the lock: the arena
+	// stays mapped until it has returned.
+	if d.stopRelease != nil {
+		close(d.stopRelease)
+		<-d.released
+	}
 	if err := unix.Munmap(d.mem); err != nil {
 		return fmt.Errorf("pool: domain %d: munmap: %w", d.id, err)
 	}
 	d.mem = nil // base and limit stay: lookup may still read them
-	for i := range d.reserve {
-		d.reserve[i] = nil
-	}
 	return nil
 }
 
-// take appends up to n free buffers of class ci to dst, growing the arena by
-// a chunk if the reserve has none.
+// take appends up to n free buffers of class ci to dst, resident ones first,
+// growing the arena by a chunk if the reserve has none.
 func (d *Domain) take(ci int, dst []uintptr, n int) ([]uintptr, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return dst, ErrClosed
 	}
-	r := d.reserve[ci]
-	if len(r) == 0 {
+	r := &d.reserve[ci]
+	if len(r.dirty)+len(r.clean) == 0 {
 		if !d.growLocked(ci) {
 			d.stats.classes[ci].exhausted.Add(1)
 			return dst, ErrExhausted
 		}
-		r = d.reserve[ci]
 	}
-	k := min(n, len(r))
-	dst = append(dst, r[len(r)-k:]...)
-	d.reserve[ci] = r[:len(r)-k]
-	d.stats.classes[ci].freeReserve.Store(int64(len(r) - k))
+	k := min(n, len(r.dirty))
+	dst = append(dst, r.dirty[len(r.dirty)-k:]...)
+	r.dirty = r.dirty[:len(r.dirty)-k]
+	r.low = min(r.low, len(r.dirty))
+	if k < n && len(r.clean) > 0 {
+		k = min(n-k, len(r.clean))
+		dst = append(dst, r.clean[len(r.clean)-k:]...)
+		r.clean = r.clean[:len(r.clean)-k]
+		d.stats.classes[ci].freeClean.Store(int64(len(r.clean)))
+	}
+	d.stats.classes[ci].freeReserve.Store(r.free())
 	return dst, nil
 }
 
 // give moves bufs (offsets of class ci) back to the reserve.
 func (d *Domain) give(ci int, bufs []uintptr) {
 	d.mu.Lock()
-	d.reserve[ci] = append(d.reserve[ci], bufs...)
-	d.stats.classes[ci].freeReserve.Store(int64(len(d.reserve[ci])))
+	r := &d.reserve[ci]
+	r.dirty = append(r.dirty, bufs...)
+	d.stats.classes[ci].freeReserve.Store(r.free())
 	d.mu.Unlock()
 }
 
@@ -260,16 +286,17 @@ func (d *Domain) growLocked(ci int) bool {
 	d.mapped += chunk
 	d.chunkClass[start>>d.chunkShift].Store(int32(ci + 1))
 	size := uintptr(d.classes[ci].size)
-	r := d.reserve[ci]
-	// Pushed from the top down so the lowest addresses go out first.
+	r := &d.reserve[ci]
+	// Never touched, so clean. Pushed from the top down so the lowest
+	// addresses go out first.
 	for off := start + chunk - size; ; off -= size {
-		r = append(r, off)
+		r.clean = append(r.clean, off)
 		if off == start {
 			break
 		}
 	}
-	d.reserve[ci] = r
 	cs := &d.stats.classes[ci]
+	cs.freeClean.Store(int64(len(r.clean)))
 	cs.carved.Add(int64(chunk / size))
 	cs.mapped.Add(int64(chunk))
 	d.stats.mapped.Add(int64(chunk))

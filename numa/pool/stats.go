@@ -11,11 +11,17 @@ type Stats struct {
 	BindErr error
 	// GrowErr is the last error the kernel gave when the arena grew, if any.
 	GrowErr error
+	// ReleaseErr is the last error the kernel gave when idle pages were
+	// given back, if any.
+	ReleaseErr error
 
 	ReservedBytes int64 // the cap: address space reserved for the arena
 	MappedBytes   int64 // chunks mapped read-write so far
 	Chunks        int64
 	Locals        int
+	// ReleasedBytes counts the bytes of idle buffers given back to the
+	// kernel so far (Config.ReleaseDelay).
+	ReleasedBytes int64
 
 	TooLarge int64 // Gets for a size above the largest class
 	HeapGets int64 // buffers a HeapFallback took from the Go heap instead
@@ -31,10 +37,13 @@ type ClassStats struct {
 	MappedBytes int64 // bytes of the chunks carved into this class
 	InUse       int64 // handed out and not yet returned
 	FreeReserve int64 // free in the domain reserve
-	FreeLocal   int64 // free in Locals' lists
-	Gets        int64 // successful Gets
-	Puts        int64
-	Exhausted   int64 // Gets refused because the cap was reached
+	// FreeReleased is how many of FreeReserve hold no memory: given back to
+	// the kernel after ReleaseDelay, or never touched.
+	FreeReleased int64
+	FreeLocal    int64 // free in Locals' lists
+	Gets         int64 // successful Gets
+	Puts         int64
+	Exhausted    int64 // Gets refused because the cap was reached
 }
 
 // Stats returns the domain's counters without taking its lock.
@@ -44,6 +53,7 @@ func (d *Domain) Stats() Stats {
 		ReservedBytes: int64(d.limit),
 		MappedBytes:   d.stats.mapped.Load(),
 		Chunks:        d.stats.chunks.Load(),
+		ReleasedBytes: d.stats.released.Load(),
 		TooLarge:      d.stats.tooLarge.Load(),
 		HeapGets:      d.stats.heapGets.Load(),
 		HeapPuts:      d.stats.heapPuts.Load(),
@@ -52,16 +62,20 @@ func (d *Domain) Stats() Stats {
 	if e := d.stats.growErr.Load(); e != nil {
 		s.GrowErr = *e
 	}
+	if e := d.stats.releaseErr.Load(); e != nil {
+		s.ReleaseErr = *e
+	}
 	for i, c := range d.classes {
 		cs := &d.stats.classes[i]
 		s.Classes[i] = ClassStats{
-			Size:        c.size,
-			Carved:      cs.carved.Load(),
-			MappedBytes: cs.mapped.Load(),
-			FreeReserve: cs.freeReserve.Load(),
-			Gets:        cs.gets.Load(),
-			Puts:        cs.puts.Load(),
-			Exhausted:   cs.exhausted.Load(),
+			Size:         c.size,
+			Carved:       cs.carved.Load(),
+			MappedBytes:  cs.mapped.Load(),
+			FreeReserve:  cs.freeReserve.Load(),
+			FreeReleased: cs.freeClean.Load(),
+			Gets:         cs.gets.Load(),
+			Puts:         cs.puts.Load(),
+			Exhausted:    cs.exhausted.Load(),
 		}
 	}
 	locals := *d.locals.Load()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/numa"
@@ -180,4 +181,56 @@ func TestVMEventLoopOnNode1(t *testing.T) {
 		l.Put(b)
 	}
 	l.Close()
+}
+
+// TestVMReleasedPagesStayOnNode: pages given back after the release delay
+// (MADV_DONTNEED) and faulted in again by a thread of the other node still
+// come from the domain's node: the binding is the arena's, not the pages'.
+func TestVMReleasedPagesStayOnNode(t *testing.T) {
+	cpu0, _ := vmNodes(t)
+	cfg := small
+	cfg.ReleaseDelay = 200 * time.Millisecond
+	d := newDomain(t, 1, 1, cfg)
+	if !d.Bound() {
+		t.Fatalf("not bound: %v", d.BindErr())
+	}
+	l := newLocal(t, d)
+	defer l.Close()
+	get := func() (bufs [][]byte) {
+		onCPU(t, cpu0, func() {
+			for range 64 {
+				b := l.Get(16 << 10)
+				touch(b)
+				bufs = append(bufs, b)
+			}
+		})
+		return bufs
+	}
+	bufs := get()
+	wantPagesOn(t, "domain bound to node 1, touched from node 0", bufs, 1)
+	for _, b := range bufs {
+		l.Put(b)
+	}
+	s := waitReleased(t, d, 10*time.Second)
+	absent := 0
+	for _, b := range bufs {
+		pages, err := mempolicy.PageNodes(b[:cap(b)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range pages {
+			if mempolicy.PageAbsent(n) {
+				absent++
+			}
+		}
+	}
+	t.Logf("%d bytes released; %d pages of the %d buffers absent", s.ReleasedBytes, absent, len(bufs))
+	if absent == 0 {
+		t.Fatal("no page was given back")
+	}
+	again := get()
+	wantPagesOn(t, "faulted in again from node 0 after the release", again, 1)
+	for _, b := range again {
+		l.Put(b)
+	}
 }
