@@ -88,9 +88,24 @@ type Listen struct {
 	Text          string         // as written, for messages
 	DefaultServer bool
 	ReusePort     bool
-	Backlog       int // 0: the system default (nginx: 511)
+	Bind          bool // every address has its own socket anyway: nginx's bind is always on
 	IPv6Only      bool
+	Socket        SocketOptions
 	Pos           Pos
+}
+
+// SocketOptions are the listen parameters that set options on the listening socket
+// (accepted connections inherit them). Zero values leave the system default.
+type SocketOptions struct {
+	Backlog   int // 0: nginx's 511
+	RcvBuf    int // SO_RCVBUF
+	SndBuf    int // SO_SNDBUF
+	KeepAlive int // SO_KEEPALIVE: 0 unset, 1 on, -1 off
+	// TCP_KEEPIDLE, TCP_KEEPINTVL (seconds) and TCP_KEEPCNT of so_keepalive=idle:intvl:cnt;
+	// 0: the system's.
+	KeepIdle, KeepIntvl, KeepCnt int
+	DeferAccept                  bool // TCP_DEFER_ACCEPT
+	FastOpen                     int  // TCP_FASTOPEN queue length; 0: off
 }
 
 // ServerNameKind tells how a server_name matches.

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // httpDirectives declares the http skeleton: the blocks and the directives that say
@@ -20,8 +21,8 @@ func httpDirectives() []Directive {
 			Syntax: "server { ... }",
 			Doc:    "A virtual server."},
 		{Name: "listen", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setListen,
-			Syntax: "listen address[:port] | port [default_server] [reuseport] [backlog=number] [ipv6only=on|off];", Default: "*:80",
-			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80."},
+			Syntax: "listen address[:port] | port [default_server] [reuseport] [bind] [backlog=number] [rcvbuf=size] [sndbuf=size] [deferred] [fastopen=number] [ipv6only=on|off] [so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]];", Default: "*:80",
+			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80. Every address gets its own sockets (one per loop, SO_REUSEPORT), so bind and reuseport are what numaproxy always does. Socket parameters are set on new sockets and again on reload; deferred sets TCP_DEFER_ACCEPT (1 s, as nginx)."},
 		{Name: "server_name", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setServerName,
 			Syntax: "server_name name ...;", Default: `""`,
 			Doc: "Names of the server: exact, *.example.com, example.*, .example.com, or ~regex."},
@@ -71,12 +72,38 @@ func setListen(c *Cursor, s *Stmt) error {
 			l.DefaultServer = true
 		case !hasVal && key == "reuseport":
 			l.ReusePort = true
+		case !hasVal && key == "bind":
+			l.Bind = true
 		case hasVal && key == "backlog":
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 || n > 1<<20 {
 				return s.InvalidValue(a, "invalid backlog")
 			}
-			l.Backlog = n
+			l.Socket.Backlog = n
+		case hasVal && (key == "rcvbuf" || key == "sndbuf"):
+			n, err := ParseSize(val)
+			if err != nil || n < 1 || n > 1<<30 {
+				return &Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid %s \"%s\"", key, val)}
+			}
+			if key == "rcvbuf" {
+				l.Socket.RcvBuf = int(n)
+			} else {
+				l.Socket.SndBuf = int(n)
+			}
+		case hasVal && key == "so_keepalive":
+			if err := parseSoKeepalive(val, &l.Socket); err != nil {
+				return &Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid so_keepalive value: \"%s\"", val)}
+			}
+		case !hasVal && key == "deferred":
+			l.Socket.DeferAccept = true
+		case hasVal && key == "fastopen":
+			n, err := ParseNumber(val)
+			if err != nil || n < 1 {
+				return &Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid fastopen \"%s\"", val)}
+			}
+			l.Socket.FastOpen = n
+		case key == "setfib" || key == "accept_filter":
+			return &Error{Pos: a.Pos, Msg: fmt.Sprintf("the %q parameter of %q is FreeBSD's; Linux has no such option", key, s.Name)}
 		case hasVal && key == "ipv6only":
 			on, err := ParseFlag(val)
 			if err != nil || !l.Addr.Addr().Is6() {
@@ -365,7 +392,48 @@ func finishHTTP(cfg *Config) error {
 
 // hasSocketOptions reports a listen that sets options of the socket itself, which
 // nginx allows once per address.
-func hasSocketOptions(l Listen) bool { return l.ReusePort || l.Backlog != 0 }
+func hasSocketOptions(l Listen) bool {
+	return l.ReusePort || l.Bind || l.Socket != SocketOptions{}
+}
+
+// parseSoKeepalive reads so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt], the
+// times in nginx's units (a bare number is seconds).
+func parseSoKeepalive(val string, o *SocketOptions) error {
+	switch val {
+	case "on":
+		o.KeepAlive = 1
+		return nil
+	case "off":
+		o.KeepAlive = -1
+		return nil
+	}
+	parts := strings.Split(val, ":")
+	if len(parts) != 3 || parts[0]+parts[1]+parts[2] == "" {
+		return errString("invalid")
+	}
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		var n int
+		if i < 2 {
+			d, err := ParseTime(p)
+			if err != nil || d < time.Second || d%time.Second != 0 {
+				return errString("invalid")
+			}
+			n = int(d / time.Second)
+		} else {
+			v, err := ParseNumber(p)
+			if err != nil || v < 1 {
+				return errString("invalid")
+			}
+			n = v
+		}
+		*[]*int{&o.KeepIdle, &o.KeepIntvl, &o.KeepCnt}[i] = n
+	}
+	o.KeepAlive = 1
+	return nil
+}
 
 func mergeLocations(m *Module, parent any, locs []*Location) error {
 	for _, loc := range locs {

@@ -223,7 +223,7 @@ func TestListenParameters(t *testing.T) {
 	listen [::]:8080 ipv6only=off;
 } }`})
 	ls := cfg.HTTP.Servers[0].Listens
-	if !ls[0].DefaultServer || !ls[0].ReusePort || ls[0].Backlog != 4096 || ls[0].Pos.Line != 2 {
+	if !ls[0].DefaultServer || !ls[0].ReusePort || ls[0].Socket.Backlog != 4096 || ls[0].Pos.Line != 2 {
 		t.Fatalf("listen 0 = %+v", ls[0])
 	}
 	if ls[1].IPv6Only || !ls[1].Addr.Addr().Is6() {

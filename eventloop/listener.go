@@ -26,6 +26,74 @@ type Listener struct {
 	closed bool
 }
 
+// ListenOptions are options of a listening socket that accepted connections inherit
+// (buffer sizes, keep-alive) or that shape accepting (backlog, TCP_DEFER_ACCEPT,
+// TCP_FASTOPEN). Zero values leave the system default.
+type ListenOptions struct {
+	Backlog   int // <= 0: DefaultBacklog
+	RcvBuf    int
+	SndBuf    int
+	KeepAlive int // SO_KEEPALIVE: 1 on, -1 off, 0 as the system has it
+	KeepIdle  int // seconds
+	KeepIntvl int // seconds
+	KeepCnt   int
+	// DeferAccept is TCP_DEFER_ACCEPT in seconds: the connection is accepted only
+	// once data arrives (or the time passes).
+	DeferAccept int
+	FastOpen    int // TCP_FASTOPEN queue length
+}
+
+// apply sets the options other than the backlog on a socket.
+func (o ListenOptions) apply(fd int) error {
+	set := func(level, opt, v int, name string) error {
+		if err := unix.SetsockoptInt(fd, level, opt, v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	type option struct {
+		on         bool
+		level, opt int
+		value      int
+		name       string
+	}
+	for _, s := range []option{
+		{o.RcvBuf > 0, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf, "SO_RCVBUF"},
+		{o.SndBuf > 0, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf, "SO_SNDBUF"},
+		{o.KeepAlive != 0, unix.SOL_SOCKET, unix.SO_KEEPALIVE, max(o.KeepAlive, 0), "SO_KEEPALIVE"},
+		{o.KeepIdle > 0, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, o.KeepIdle, "TCP_KEEPIDLE"},
+		{o.KeepIntvl > 0, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, o.KeepIntvl, "TCP_KEEPINTVL"},
+		{o.KeepCnt > 0, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, o.KeepCnt, "TCP_KEEPCNT"},
+		// Always set, so that a reload that drops deferred or fastopen turns them off.
+		{true, unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, o.DeferAccept, "TCP_DEFER_ACCEPT"},
+		{o.FastOpen > 0, unix.IPPROTO_TCP, unix.TCP_FASTOPEN, o.FastOpen, "TCP_FASTOPEN"},
+	} {
+		if s.on {
+			if err := set(s.level, s.opt, s.value, s.name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetOptions applies opts to a listening socket, the backlog included (listen(2)
+// again on a listening socket changes it): reload does this for the addresses it
+// keeps, as nginx reconfigures its listening sockets.
+func (ln *Listener) SetOptions(opts ListenOptions) error {
+	if err := opts.apply(ln.fd); err != nil {
+		return fmt.Errorf("listener %s: %w", ln.addr, err)
+	}
+	backlog := opts.Backlog
+	if backlog <= 0 {
+		backlog = DefaultBacklog
+	}
+	if err := unix.Listen(ln.fd, backlog); err != nil {
+		return fmt.Errorf("listener %s: listen: %w", ln.addr, err)
+	}
+	return nil
+}
+
 // Listen opens a non-blocking, close-on-exec TCP listener with SO_REUSEADDR
 // and SO_REUSEPORT (IPV6_V6ONLY for IPv6) made with x/sys/unix: not
 // net.Listen, whose default MPTCP sockets cannot join a BPF socket array.
@@ -40,6 +108,12 @@ func Listen(addr string, backlog int) (*Listener, error) {
 
 // ListenAddrPort is Listen for a parsed address.
 func ListenAddrPort(addr netip.AddrPort, backlog int) (*Listener, error) {
+	return ListenWith(addr, ListenOptions{Backlog: backlog})
+}
+
+// ListenWith is ListenAddrPort with socket options.
+func ListenWith(addr netip.AddrPort, opts ListenOptions) (*Listener, error) {
+	backlog := opts.Backlog
 	if backlog <= 0 {
 		backlog = DefaultBacklog
 	}
@@ -62,6 +136,9 @@ func ListenAddrPort(addr netip.AddrPort, backlog int) (*Listener, error) {
 		if err := socket.SetIPv6Only(fd, 1); err != nil {
 			return fail("IPV6_V6ONLY", err)
 		}
+	}
+	if err := opts.apply(fd); err != nil {
+		return fail("options", err)
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind", err)

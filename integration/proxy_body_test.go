@@ -21,17 +21,6 @@ import (
 // upstream is framed afresh (data only, no extensions, no trailers).
 
 // vmRSS returns the resident memory of a process in KiB (0 if it is gone).
-func vmRSS(pid int) int64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb
-		}
-	}
-	return 0
-}
-
 // procReadBytes is what the process read through read(2) and friends (rchar), the
 // sockets included.
 func procReadBytes(t *testing.T, pid int) int64 {
@@ -130,7 +119,7 @@ func TestChunkedBodySpooledToFile(t *testing.T) {
 		const conns, bodySize = 200, 940_000
 		body := chunkedBody(patterned(bodySize), 16000)
 		wantClosedResponse(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nwarm!\r\n0\r\n\r\n", 200)
-		baseRSS := vmRSS(pid)
+		baseRSS := vmRSS(t, pid)
 		baseRead := procReadBytes(t, pid)
 
 		var peakRSS int64
@@ -139,7 +128,7 @@ func TestChunkedBodySpooledToFile(t *testing.T) {
 		go func() {
 			defer close(sampled)
 			for {
-				if rss := vmRSS(pid); rss > peakRSS {
+				if rss := vmRSS(t, pid); rss > peakRSS {
 					peakRSS = rss
 				}
 				select {
@@ -175,9 +164,9 @@ func TestChunkedBodySpooledToFile(t *testing.T) {
 		spooled := openFilesUnder(t, pid, tempDir)
 		close(stop)
 		<-sampled
-		growth := (peakRSS - baseRSS) >> 10
+		growth := (peakRSS - baseRSS) >> 20
 		t.Logf("%d unfinished bodies of %d bytes: RSS %d MiB -> peak %d MiB (+%d MiB); %d temp files open",
-			conns, bodySize, baseRSS>>10, peakRSS>>10, growth, spooled)
+			conns, bodySize, baseRSS>>20, peakRSS>>20, growth, spooled)
 		if growth >= 64 {
 			t.Errorf("RSS grew by %d MiB for %d unfinished bodies of %d bytes; want < 64 MiB", growth, conns, bodySize)
 		}

@@ -227,15 +227,20 @@ func loopCPUs(m conf.Main, plan *domains.Plan) ([]int, error) {
 // listen opens, on every loop, a listener for each address of snap it lacks.
 func (s *loopSet) listen(cfg *conf.Config, snap *proxy.Snapshot, inheritedFDs map[netip.AddrPort][]int) error {
 	for _, a := range snap.Routes.Addrs() {
-		if s.addrs[a.Addr] != nil {
+		opts := listenOptionsOf(cfg, a.Addr)
+		if lns := s.addrs[a.Addr]; lns != nil {
+			for _, ln := range lns {
+				if err := ln.SetOptions(opts); err != nil {
+					s.log.Warn("setting listen options: " + err.Error())
+				}
+			}
 			continue
 		}
-		backlog := backlogOf(cfg, a.Addr)
 		inherited := inheritedFDs[a.Addr]
 		var fds []listenerFD
 		var lns []*eventloop.Listener
 		for i, l := range s.loops {
-			ln, err := s.newListener(a.Addr, backlog, &inherited)
+			ln, err := s.newListener(a.Addr, opts, &inherited)
 			if err != nil {
 				return err
 			}
@@ -261,12 +266,15 @@ func (s *loopSet) listen(cfg *conf.Config, snap *proxy.Snapshot, inheritedFDs ma
 }
 
 // newListener adopts the next inherited socket of addr, else opens a new one.
-func (s *loopSet) newListener(addr netip.AddrPort, backlog int, inherited *[]int) (*eventloop.Listener, error) {
+func (s *loopSet) newListener(addr netip.AddrPort, opts eventloop.ListenOptions, inherited *[]int) (*eventloop.Listener, error) {
 	for len(*inherited) > 0 {
 		fd := (*inherited)[0]
 		*inherited = (*inherited)[1:]
 		ln, err := eventloop.ListenerFromFD(fd)
 		if err == nil && ln.Addr() == addr {
+			if err := ln.SetOptions(opts); err != nil {
+				s.log.Warn("setting listen options: " + err.Error())
+			}
 			return ln, nil
 		}
 		if err == nil {
@@ -274,7 +282,7 @@ func (s *loopSet) newListener(addr netip.AddrPort, backlog int, inherited *[]int
 		}
 		s.log.Warn("an inherited socket was not a listener of its address; a new one is opened", "addr", addr.String(), "fd", fd)
 	}
-	ln, err := eventloop.ListenAddrPort(addr, backlog)
+	ln, err := eventloop.ListenWith(addr, opts)
 	if err != nil {
 		return nil, fmt.Errorf("bind() to %s failed %s", addr, errorlog.Errno(err))
 	}
@@ -330,16 +338,26 @@ func (s *loopSet) RestoreSteering() {
 	}
 }
 
-// backlogOf is the backlog= of the listen directive that sets socket options for addr.
-func backlogOf(cfg *conf.Config, addr netip.AddrPort) int {
+// listenOptionsOf is the socket options of the listen directive that sets them for
+// addr (the configuration allows one).
+func listenOptionsOf(cfg *conf.Config, addr netip.AddrPort) eventloop.ListenOptions {
 	for _, srv := range cfg.HTTP.Servers {
 		for _, l := range srv.Listens {
-			if l.Addr == addr && l.Backlog > 0 {
-				return l.Backlog
+			if l.Addr != addr || l.Socket == (conf.SocketOptions{}) {
+				continue
 			}
+			o := l.Socket
+			lo := eventloop.ListenOptions{Backlog: o.Backlog, RcvBuf: o.RcvBuf, SndBuf: o.SndBuf, KeepAlive: o.KeepAlive,
+				KeepIdle: o.KeepIdle, KeepIntvl: o.KeepIntvl, KeepCnt: o.KeepCnt, FastOpen: o.FastOpen}
+			if o.DeferAccept {
+				// nginx's value: how long a connection waited in the queue cannot be
+				// known, so the wait is the shortest the kernel has.
+				lo.DeferAccept = 1
+			}
+			return lo
 		}
 	}
-	return 0
+	return eventloop.ListenOptions{}
 }
 
 // Reload switches every worker to snap, opens listeners for new addresses and
