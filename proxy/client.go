@@ -296,6 +296,11 @@ func (c *client) serveLocation() {
 		}
 	}
 	if c.loc != nil && c.lcf.Pass != nil {
+		if !c.upstreamPathOK() {
+			c.keepAlive = false
+			c.respondStatus(400)
+			return
+		}
 		c.proxy()
 		return
 	}

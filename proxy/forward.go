@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/proxy/route"
 )
 
 // appendUpstreamHead builds the request head sent upstream, nginx's rules: the URI
@@ -71,9 +72,12 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	return append(h, "\r\n"...)
 }
 
-// appendUpstreamURI is the request-target sent upstream. With a URI part in
-// proxy_pass, the part of $uri that matched the location is replaced by it; without
-// one the client's URI goes as received, or $uri after an internal redirect.
+// appendUpstreamURI is the request-target sent upstream, nginx's rules. With a URI
+// part in proxy_pass, the part of $uri that matched the location is replaced by it and
+// the rest re-escaped if the client's path held escapes (upstreamPathOK has refused a
+// rest that would climb out of it). Without one the client's URI goes as received, so
+// the upstream decodes the same path the locations saw decoded; after an internal
+// redirect, or for an absolute-form target without a path, $uri goes escaped.
 func (c *client) appendUpstreamURI(h []byte) []byte {
 	pass := c.lcf.Pass
 	query, hasQuery := c.req.Query()
@@ -84,10 +88,9 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 	case pass.HasURI && c.loc != nil && c.loc.Kind == conf.LocExact:
 		h = append(h, pass.URI...) // location = /a: the whole URI is the matched part
 	case pass.HasURI && c.prefix != "":
-		h = append(h, pass.URI...)
-		h = append(h, c.uriBuf[len(c.prefix):]...)
-	case c.uriChanged:
-		h = append(h, c.uriBuf...)
+		h, _ = route.AppendReplaced(h, c.uriBuf, c.prefix, pass.URI, c.uriChanged || route.HasEscape(c.req.Path()))
+	case c.uriChanged || len(c.req.Path()) == 0:
+		h = route.AppendEscaped(h, c.uriBuf)
 	default:
 		h = append(h, c.req.Path()...)
 	}
@@ -96,6 +99,16 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 		h = append(h, query...)
 	}
 	return h
+}
+
+// upstreamPathOK reports whether the path proxy_pass would send upstream stays under
+// its URI part (see route.AppendReplaced); a request that fails is answered 400.
+func (c *client) upstreamPathOK() bool {
+	pass := c.lcf.Pass
+	if !pass.HasURI || c.prefix == "" || c.loc == nil || c.loc.Kind == conf.LocExact {
+		return true
+	}
+	return !route.ClimbsOut(c.uriBuf, c.prefix, pass.URI)
 }
 
 // setsHeader reports whether proxy_set_header names the field (so the client's own

@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Regression tests of security findings, each compared with Debian's nginx on the
+// same configuration where nginx is the reference.
+
+// pathCase is a request target and what should come of it: the status, and for a
+// proxied request the request-target the upstream received.
+type pathCase struct {
+	target   string
+	status   int
+	upstream string
+}
+
+// uriEcho is an upstream that answers with the request-target it received.
+func uriEcho(t *testing.T) *backend {
+	return newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up:"+r.RequestURI) })
+}
+
+// getTarget sends one GET of target (raw, as written) and returns the status and
+// the upstream's request-target ("" when the answer did not come from the upstream).
+func getTarget(t *testing.T, addr, target string, header ...string) (int, string) {
+	t.Helper()
+	req := "GET " + target + " HTTP/1.1\r\nHost: test\r\n" + strings.Join(header, "") + "Connection: close\r\n\r\n"
+	raw, err := roundTripRaw(t, addr, req)
+	if err != nil {
+		t.Fatalf("%s: %v (%q)", target, err, raw)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err != nil {
+		t.Fatalf("%s: %v (%q)", target, err, raw)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	up, _ := strings.CutPrefix(string(body), "up:")
+	if !strings.HasPrefix(string(body), "up:") {
+		up = ""
+	}
+	return resp.StatusCode, up
+}
+
+// TestEncodedSlashLocationGuard: an encoded slash or dot must not take a request
+// past a location guard. nginx decodes the whole path before matching locations, so
+// /%2Fadmin and /x/..%2Fadmin are /admin there; numaproxy matched them as written and
+// passed them to an upstream that decodes them and serves /admin.
+func TestEncodedSlashLocationGuard(t *testing.T) {
+	be := uriEcho(t)
+	conf := func(addr string) string {
+		return `
+  upstream up { server ` + be.Addr + `; }
+  server {
+    listen ` + addr + `;
+    location /admin { return 403; }
+    location / { proxy_pass http://up; }
+    location /uri/ { proxy_pass http://up/base/; }
+    location = /exact { proxy_pass http://up/e/x; }
+  }`
+	}
+	cases := []pathCase{
+		{"/admin/secret.txt", 403, ""},
+		{"/%2Fadmin/secret.txt", 403, ""},
+		{"/%2fadmin/secret.txt", 403, ""},
+		{"/%61dmin/secret.txt", 403, ""},
+		{"/x/..%2Fadmin/secret.txt", 403, ""},
+		{"/x/..%2fadmin/secret.txt", 403, ""},
+		{"/x/%2E%2e%2Fadmin/secret.txt", 403, ""},
+		{"//x/%2e%2e//admin", 403, ""},
+		{"/admin;x/secret", 403, ""}, // ";" is part of the segment: still under /admin
+		{"/uri/..%2Fadmin", 403, ""},
+		{"/uri/..%2F..%2Fadmin", 400, ""}, // above the root
+		{"/%2F..%2F..", 400, ""},
+		{"/uri/%00", 400, ""},
+		{"/uri/a%00b", 400, ""},
+		// Without a URI part the upstream gets the client's target as received, so it
+		// decodes what the locations saw decoded.
+		{"/x/%2e%2e/y?a=%2F", 200, "/x/%2e%2e/y?a=%2F"},
+		{"/x/a%2Fb", 200, "/x/a%2Fb"},
+		{"/ADMIN", 200, "/ADMIN"},
+		{"/a%5C..%5Cadmin", 200, "/a%5C..%5Cadmin"}, // a backslash is no separator
+		// With one, $uri re-escaped (nginx's ngx_escape_uri) after the URI part.
+		{"/uri/a%2Fb", 200, "/base/a/b"},
+		{"/uri/A%2fB", 200, "/base/A/B"},
+		{"/uri/a%252Fb", 200, "/base/a%252Fb"}, // decoded once
+		{"/uri/a%5C..%5Cadmin", 200, "/base/a%5C..%5Cadmin"},
+		{"/uri/a;p=..%2F/x", 200, "/base/a;p=../x"},
+		{"/uri/a%3Bp=1/x", 200, "/base/a;p=1/x"},
+		{"/uri/a%3Fb?q=1", 200, "/base/a%3Fb?q=1"},
+		{"/uri/a%23b", 200, "/base/a%23b"},
+		{"/uri/a%20b", 200, "/base/a%20b"},
+		{"/uri/%e2%82%ac", 200, "/base/%E2%82%AC"},
+		{"/uri/a%0D%0Ab", 200, "/base/a%0D%0Ab"},
+		{"/uri//x/./y/../z", 200, "/base/x/z"}, // no escape in the path: nothing re-escaped
+		{"/uri/a|b", 200, "/base/a|b"},
+		{"/uri/a|%41", 200, "/base/a%7CA"},
+		{"/ex%61ct", 200, "/e/x"},
+		{"http://test/uri/a%2Fb", 200, "/base/a/b"},
+		{"http://test?q=1", 200, "/?q=1"}, // absolute-form without a path is "/"
+	}
+	addr := addrFor(t)
+	startHTTP(t, conf(addr), addr)
+	for _, tc := range cases {
+		if status, up := getTarget(t, addr, tc.target); status != tc.status || up != tc.upstream {
+			t.Errorf("%s: %d, upstream got %q; want %d, %q", tc.target, status, up, tc.status, tc.upstream)
+		}
+	}
+
+	t.Run("nginx", func(t *testing.T) {
+		ngAddr := addrFor(t)
+		startNginx(t, conf(ngAddr), ngAddr)
+		for _, tc := range cases {
+			if status, up := getTarget(t, ngAddr, tc.target); status != tc.status || up != tc.upstream {
+				t.Errorf("nginx: %s: %d, upstream got %q; want %d, %q", tc.target, status, up, tc.status, tc.upstream)
+			}
+		}
+	})
+}
+
+// TestProxyPassURIClimb: with "location /api" and "proxy_pass http://up/v1/", nginx
+// sends /api../admin upstream as /v1/../admin, which the upstream resolves to /admin,
+// outside /v1/. numaproxy answers 400 (a deliberate difference).
+func TestProxyPassURIClimb(t *testing.T) {
+	be := uriEcho(t)
+	conf := func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /api { proxy_pass http://` + be.Addr + `/v1/; }
+  }`
+	}
+	addr := addrFor(t)
+	startHTTP(t, conf(addr), addr)
+	for _, tc := range []pathCase{
+		{"/api../admin", 400, ""},
+		{"/api%2E%2E/admin", 400, ""},
+		{"/api..", 400, ""},
+		{"/api.../x", 200, "/v1/.../x"},
+		{"/api/x", 200, "/v1//x"}, // as nginx
+		{"/apix", 200, "/v1/x"},
+	} {
+		if status, up := getTarget(t, addr, tc.target); status != tc.status || up != tc.upstream {
+			t.Errorf("%s: %d, upstream got %q; want %d, %q", tc.target, status, up, tc.status, tc.upstream)
+		}
+	}
+	t.Run("nginx", func(t *testing.T) {
+		ngAddr := addrFor(t)
+		startNginx(t, conf(ngAddr), ngAddr)
+		if status, up := getTarget(t, ngAddr, "/api../admin"); status != 200 || up != "/v1/../admin" {
+			t.Errorf("nginx: %d %q", status, up)
+		}
+	})
+}
