@@ -155,3 +155,48 @@ func TestProxyPassURIClimb(t *testing.T) {
 		}
 	})
 }
+
+// TestDecodedURINoHeaderSplitting: $uri is decoded, so %0D%0A in a path is CR LF in
+// it. A header built from it (return's Location, add_header, proxy_set_header) must
+// not end there and start a field of the client's choosing: numaproxy percent-encodes
+// control characters in header values made from variables. nginx 1.22 lets them
+// through (checked below): "return 302 $uri" is a known response-splitting pattern.
+func TestDecodedURINoHeaderSplitting(t *testing.T) {
+	be := newBackend(t, nil)
+	conf := func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /redir/ { return 302 $uri; }
+    location /hdr/ { add_header X-URI "[$uri]"; return 200 ok; }
+    location /up/ { proxy_pass http://` + be.Addr + `; proxy_set_header X-URI $uri; }
+  }`
+	}
+	addr := addrFor(t)
+	startHTTP(t, conf(addr), addr)
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	inject := "x%0D%0ASet-Cookie:%20evil=1%0AX-Evil:%201%0D%0A%0D%0A<html>"
+	decoded := "x%0D%0ASet-Cookie: evil=1%0AX-Evil: 1%0D%0A%0D%0A<html>" // controls encoded again
+
+	resp := wantClosedResponse(t, addr, "GET /redir/"+inject+" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", 302)
+	if loc := resp.Header.Get("Location"); loc != "http://test:"+port+"/redir/"+decoded || resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("X-Evil") != "" {
+		t.Errorf("return 302 $uri: Location %q, header %v", loc, resp.Header)
+	}
+	resp = wantClosedResponse(t, addr, "GET /hdr/"+inject+" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", 200)
+	if v := resp.Header.Get("X-Uri"); v != "[/hdr/"+decoded+"]" || resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("X-Evil") != "" {
+		t.Errorf("add_header $uri: X-URI %q, header %v", v, resp.Header)
+	}
+	wantClosedResponse(t, addr, "GET /up/"+inject+" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", 200)
+	if s := be.last(t); s.Header.Get("X-Uri") != "/up/"+decoded || s.Header.Get("X-Evil") != "" || s.URI != "/up/"+inject {
+		t.Errorf("proxy_set_header $uri: upstream saw %q %v", s.URI, s.Header)
+	}
+
+	t.Run("nginx", func(t *testing.T) {
+		ngAddr := addrFor(t)
+		startNginx(t, conf(ngAddr), ngAddr)
+		raw, _ := roundTripRaw(t, ngAddr, "GET /redir/"+inject+" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+		if !strings.Contains(raw, "\r\nSet-Cookie: evil=1\n") {
+			t.Errorf("nginx no longer splits the response: %q", raw)
+		}
+	})
+}

@@ -35,7 +35,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		h = append(h, s.Name...)
 		h = append(h, ": "...)
 		valueStart := len(h)
-		h = s.Value.Append(h, c)
+		h = escapeControls(s.Value.Append(h, c), valueStart)
 		if len(h) == valueStart {
 			h = h[:mark] // an empty value sends nothing (and hides the client's field)
 			continue
@@ -110,6 +110,38 @@ func (c *client) upstreamPathOK() bool {
 	}
 	return !route.ClimbsOut(c.uriBuf, c.prefix, pass.URI)
 }
+
+// escapeControls percent-encodes the control characters but HTAB in h[from:], a
+// header field value built from variables: $uri is decoded, so a client's %0D%0A would
+// otherwise end the field and start one of the client's choosing (request or response
+// splitting, which nginx lets through). It allocates only when it finds one and h has
+// no room.
+func escapeControls(h []byte, from int) []byte {
+	n := 0
+	for _, c := range h[from:] {
+		if isControl(c) {
+			n++
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	const hex = "0123456789ABCDEF"
+	end := len(h)
+	h = append(h, make([]byte, 2*n)...)
+	for i, j := end-1, len(h)-1; i >= from; i-- {
+		if c := h[i]; isControl(c) {
+			h[j-2], h[j-1], h[j] = '%', hex[c>>4], hex[c&15]
+			j -= 3
+		} else {
+			h[j] = c
+			j--
+		}
+	}
+	return h
+}
+
+func isControl(c byte) bool { return c < 0x20 && c != '\t' || c == 0x7f }
 
 // setsHeader reports whether proxy_set_header names the field (so the client's own
 // field is not passed).
