@@ -200,3 +200,113 @@ func TestDecodedURINoHeaderSplitting(t *testing.T) {
 		}
 	})
 }
+
+// hasField reports whether h has a field called name (any case, as received).
+func hasField(h http.Header, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldValues is every value of the fields called name, joined with " | ".
+func fieldValues(h http.Header, name string) string {
+	var vs []string
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			vs = append(vs, v...)
+		}
+	}
+	return strings.Join(vs, " | ")
+}
+
+// sendHead sends a raw head on a new connection and returns the response.
+func sendHead(t *testing.T, addr, head string) *http.Response {
+	t.Helper()
+	raw, err := roundTripRaw(t, addr, head)
+	if err != nil {
+		t.Fatalf("%q: %v (%q)", head, err, raw)
+	}
+	return parseResponses(t, raw, "GET")[0]
+}
+
+// TestUnderscoreHeadersDropped: nginx drops request fields whose names hold "_" or
+// characters other than letters, digits and "-" (underscores_in_headers off,
+// ignore_invalid_headers on). numaproxy passed them on, so behind proxy_set_header
+// X-Forwarded-For $proxy_add_x_forwarded_for a client's X_Forwarded_For reached a
+// CGI or WSGI upstream as HTTP_X_FORWARDED_FOR. The settings follow the default
+// server until Host names a server, as nginx reads a head.
+func TestUnderscoreHeadersDropped(t *testing.T) {
+	be := newBackend(t, nil)
+	loc := `location / { proxy_pass http://` + be.Addr + `; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; proxy_set_header X-Var "[$http_x_custom]"; }`
+	conf := func(one, mixed string) string {
+		return `
+  server { listen ` + one + `; server_name d.test; ` + loc + ` }
+  server { listen ` + mixed + ` default_server; server_name d.test; ` + loc + ` }
+  server { listen ` + mixed + `; server_name u.test; underscores_in_headers on; ` + loc + ` }
+  server { listen ` + mixed + `; server_name k.test; ignore_invalid_headers off; ` + loc + ` }`
+	}
+	type want struct {
+		xff, xvar string
+		has       []string // fields the upstream must get
+		hasNot    []string // fields it must not get
+	}
+	spoof := "X_Forwarded_For: 6.6.6.6\r\nX_Custom: c\r\nX.Dot: 1\r\nX-Ok: 1\r\n"
+	cases := []struct {
+		mixed bool // on the address whose servers differ
+		head  string
+		want  want
+	}{
+		{false, "Host: d.test\r\n" + spoof, want{"127.0.0.1", "[]", []string{"X-Ok"}, []string{"X_Forwarded_For", "X_Custom", "X.Dot"}}},
+		{false, "Host: u.test\r\n" + spoof, want{"127.0.0.1", "[]", []string{"X-Ok"}, []string{"X_Forwarded_For", "X_Custom", "X.Dot"}}},
+		{true, "Host: d.test\r\n" + spoof, want{"127.0.0.1", "[]", []string{"X-Ok"}, []string{"X_Forwarded_For", "X_Custom", "X.Dot"}}},
+		// underscores_in_headers on: kept, and $http_x_custom sees X_Custom as in nginx.
+		{true, "Host: u.test\r\n" + spoof, want{"127.0.0.1", "[c]", []string{"X-Ok", "X_Forwarded_For", "X_Custom"}, []string{"X.Dot"}}},
+		// Fields before Host follow the default server.
+		{true, spoof + "Host: u.test\r\n", want{"127.0.0.1", "[]", []string{"X-Ok"}, []string{"X_Forwarded_For", "X_Custom", "X.Dot"}}},
+		{true, "X_Custom: c\r\nHost: k.test\r\nX_Before: b\r\n", want{"127.0.0.1", "[]", []string{"X_Before"}, []string{"X_Custom"}}},
+		// ignore_invalid_headers off: everything passes.
+		{true, "Host: k.test\r\n" + spoof, want{"127.0.0.1", "[c]", []string{"X-Ok", "X_Forwarded_For", "X_Custom", "X.Dot"}, nil}},
+		// An absolute-form target names the server for the whole head.
+		{true, spoof, want{"127.0.0.1", "[c]", []string{"X-Ok", "X_Forwarded_For", "X_Custom"}, []string{"X.Dot"}}},
+	}
+	run := func(t *testing.T, who, one, mixed string) {
+		for _, tc := range cases {
+			addr, target := one, "/"
+			if tc.mixed {
+				addr = mixed
+			}
+			if !strings.Contains(tc.head, "Host:") {
+				target = "http://u.test/"
+				tc.head += "Host: d.test\r\n"
+			}
+			if resp := sendHead(t, addr, "GET "+target+" HTTP/1.1\r\n"+tc.head+"Connection: close\r\n\r\n"); resp.StatusCode != 200 {
+				t.Fatalf("%s: %q: status %d", who, tc.head, resp.StatusCode)
+			}
+			s := be.last(t)
+			if xff := fieldValues(s.Header, "X-Forwarded-For"); xff != tc.want.xff || s.Header.Get("X-Var") != tc.want.xvar {
+				t.Errorf("%s: %q (mixed %v): X-Forwarded-For %q X-Var %q, want %q %q", who, tc.head, tc.mixed, xff, s.Header.Get("X-Var"), tc.want.xff, tc.want.xvar)
+			}
+			for _, f := range tc.want.has {
+				if !hasField(s.Header, f) {
+					t.Errorf("%s: %q (mixed %v): the upstream did not get %s: %v", who, tc.head, tc.mixed, f, s.Header)
+				}
+			}
+			for _, f := range tc.want.hasNot {
+				if hasField(s.Header, f) {
+					t.Errorf("%s: %q (mixed %v): the upstream got %s: %v", who, tc.head, tc.mixed, f, s.Header)
+				}
+			}
+		}
+	}
+	one, mixed := addrFor(t), addrFor(t)
+	startHTTP(t, conf(one, mixed), one, mixed)
+	run(t, "numaproxy", one, mixed)
+	t.Run("nginx", func(t *testing.T) {
+		one, mixed := addrFor(t), addrFor(t)
+		startNginx(t, conf(one, mixed), one, mixed)
+		run(t, "nginx", one, mixed)
+	})
+}

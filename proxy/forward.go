@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/proxy/http1"
 	"github.com/numaproxy/numaproxy/proxy/route"
 )
 
@@ -142,6 +143,16 @@ func escapeControls(h []byte, from int) []byte {
 }
 
 func isControl(c byte) bool { return c < 0x20 && c != '\t' || c == 0x7f }
+
+// NameRulesFor gives the http1 parser the field name rules of the server host
+// selects on the connection's address (http1.NameRulesByHost); it is asked only where
+// the servers of the address differ (LocConf.nameRulesVary).
+func (c *client) NameRulesFor(host []byte) http1.NameRules {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+		return serverConf(a.Server(host)).nameRules()
+	}
+	return c.req.Names
+}
 
 // setsHeader reports whether proxy_set_header names the field (so the client's own
 // field is not passed).

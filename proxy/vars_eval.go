@@ -21,7 +21,7 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return append(dst, c.serverName()...)
 	case VarHTTP:
-		return append(dst, c.headerValue(param)...)
+		return c.appendHTTPVar(dst, param)
 	case VarCookie:
 		return append(dst, cookieValue(c.headerValue("cookie"), param)...)
 	case VarArg:
@@ -145,6 +145,58 @@ func (c *client) serverName() string {
 		return ""
 	}
 	return c.srv.Names[0].Name
+}
+
+// appendHTTPVar is $http_NAME (name lower-case, with dashes), as nginx 1.22 finds
+// it: repeated X-Forwarded-For and Cookie fields joined with ", " and "; "; Host,
+// User-Agent, Referer and Via by their exact names; any other name matches a field
+// whose name has "_" where name has "-" (underscores_in_headers on lets those in).
+func (c *client) appendHTTPVar(dst []byte, name string) []byte {
+	h := &c.req.Headers
+	sep := ", "
+	switch name {
+	case "cookie":
+		sep = "; "
+		fallthrough
+	case "x-forwarded-for":
+		first := true
+		for i := h.Index(name, 0); i >= 0; i = h.Index(name, i+1) {
+			if !first {
+				dst = append(dst, sep...)
+			}
+			first = false
+			dst = append(dst, h.Value(i)...)
+		}
+		return dst
+	case "host", "user-agent", "referer", "via":
+		return append(dst, c.headerValue(name)...)
+	}
+	for i := 0; i < h.Len(); i++ {
+		if equalFoldDash(h.Name(i), name) {
+			return append(dst, h.Value(i)...)
+		}
+	}
+	return dst
+}
+
+// equalFoldDash compares a field name with a lower-case name with dashes, ASCII
+// case-insensitively, "_" in the field name matching "-".
+func equalFoldDash(field []byte, name string) bool {
+	if len(field) != len(name) {
+		return false
+	}
+	for i, c := range field {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // headerValue is the first request field called name (lower-case, dashes).
