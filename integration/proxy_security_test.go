@@ -310,3 +310,40 @@ func TestUnderscoreHeadersDropped(t *testing.T) {
 		run(t, "nginx", one, mixed)
 	})
 }
+
+// TestConnectionListedFieldsForwarded: a client naming end-to-end fields in
+// Connection must not make the proxy drop them (nginx forwards them): only the fixed
+// hop-by-hop fields and proxy_set_header decide.
+func TestConnectionListedFieldsForwarded(t *testing.T) {
+	be := newBackend(t, nil)
+	conf := func(addr string) string {
+		return `
+  server { listen ` + addr + `;
+    location / { proxy_pass http://` + be.Addr + `; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }
+  }`
+	}
+	head := "GET / HTTP/1.1\r\nHost: test\r\nConnection: close, Authorization, X-Api-Key, X-Forwarded-For, TE\r\n" +
+		"Authorization: Bearer secret\r\nX-Api-Key: k\r\nX-Forwarded-For: 10.0.0.1\r\nTE: trailers\r\nKeep-Alive: timeout=5\r\nUpgrade: h2c\r\n\r\n"
+	check := func(t *testing.T, who, addr string) {
+		if resp := sendHead(t, addr, head); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", who, resp.StatusCode)
+		}
+		s := be.last(t)
+		if s.Header.Get("Authorization") != "Bearer secret" || s.Header.Get("X-Api-Key") != "k" || s.Header.Get("X-Forwarded-For") != "10.0.0.1, 127.0.0.1" {
+			t.Errorf("%s: the upstream got %v", who, s.Header)
+		}
+		for _, f := range []string{"TE", "Keep-Alive", "Upgrade"} {
+			if hasField(s.Header, f) || len(s.TE) > 0 {
+				t.Errorf("%s: the upstream got hop-by-hop %s: %v %v", who, f, s.Header, s.TE)
+			}
+		}
+	}
+	addr := addrFor(t)
+	startHTTP(t, conf(addr), addr)
+	check(t, "numaproxy", addr)
+	t.Run("nginx", func(t *testing.T) {
+		addr := addrFor(t)
+		startNginx(t, conf(addr), addr)
+		check(t, "nginx", addr)
+	})
+}

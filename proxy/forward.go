@@ -11,8 +11,8 @@ import (
 
 // appendUpstreamHead builds the request head sent upstream, nginx's rules: the URI
 // per proxy_pass, proxy_set_header fields (nginx's defaults Host $proxy_host and
-// Connection close included), then the client's fields except hop-by-hop ones and
-// those proxy_set_header names, then the body framing.
+// Connection close included), then the client's fields except the hop-by-hop ones,
+// Content-Length, Expect and those proxy_set_header names, then the body framing.
 func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	c := ex.c
 	r := &c.req
@@ -52,7 +52,10 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	}
 	for i := 0; i < r.Headers.Len(); i++ {
 		name := r.Headers.Name(i)
-		if r.Headers.IsHopByHop(i) || equalFoldBytes(name, "content-length") || equalFoldBytes(name, "expect") || lcf.setsHeader(name) {
+		// Only the fixed hop-by-hop set: a field the client lists in Connection is passed
+		// (as nginx), else "Connection: Authorization" would strip the client's own
+		// credentials, or any field a proxy_set_header does not replace.
+		if http1.IsHopByHopName(name) || equalFoldBytes(name, "content-length") || equalFoldBytes(name, "expect") || lcf.setsHeader(name) {
 			continue
 		}
 		h = append(h, name...)

@@ -98,7 +98,9 @@ type NameRulesByHost interface {
 
 // IsHopByHop reports whether the i-th field applies to this connection only
 // and must not be forwarded (RFC 9110 §7.6.1): a standard hop-by-hop name or a
-// name listed in a Connection field.
+// name listed in a Connection field. A reverse proxy forwarding a client's
+// request should use IsHopByHopName alone, as nginx does: honouring the list
+// lets a client strip end-to-end fields a proxy adds or checks.
 func (h *Headers) IsHopByHop(i int) bool {
 	name := h.Name(i)
 	return IsHopByHopName(name) || h.ListedInConnection(name)
