@@ -347,3 +347,55 @@ func TestConnectionListedFieldsForwarded(t *testing.T) {
 		check(t, "nginx", addr)
 	})
 }
+
+// TestHostTrailingDotAndForwardedFor: $host drops a trailing dot as nginx's does
+// (ngx_http_validate_host), server_name matches without it, and
+// $proxy_add_x_forwarded_for and $http_x_forwarded_for join every X-Forwarded-For
+// field, not only the first.
+func TestHostTrailingDotAndForwardedFor(t *testing.T) {
+	be := newBackend(t, nil)
+	conf := func(addr string) string {
+		return `
+  server { listen ` + addr + ` default_server; server_name default.test; return 200 "default"; }
+  server { listen ` + addr + `; server_name named.test;
+    location / { proxy_pass http://` + be.Addr + `;
+      proxy_set_header Host $host;
+      proxy_set_header X-Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Http-XFF $http_x_forwarded_for;
+    }
+    location /r { return 302 /x; }
+  }`
+	}
+	check := func(t *testing.T, who, addr string) {
+		port := addr[strings.LastIndexByte(addr, ':')+1:]
+		if resp := sendHead(t, addr, "GET / HTTP/1.1\r\nHost: Named.Test.:"+port+"\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2, 3.3.3.3\r\nX-Forwarded-For: \r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", who, resp.StatusCode)
+		}
+		s := be.last(t)
+		if s.Host != "named.test" || s.Header.Get("X-Host") != "named.test" {
+			t.Errorf("%s: Host %q X-Host %q", who, s.Host, s.Header.Get("X-Host"))
+		}
+		if got := s.Header.Get("X-Forwarded-For"); got != "1.1.1.1, 2.2.2.2, 3.3.3.3, , 127.0.0.1" {
+			t.Errorf("%s: X-Forwarded-For %q", who, got)
+		}
+		if got := s.Header.Get("X-Http-XFF"); got != "1.1.1.1, 2.2.2.2, 3.3.3.3, " && got != "1.1.1.1, 2.2.2.2, 3.3.3.3," {
+			t.Errorf("%s: $http_x_forwarded_for %q", who, got)
+		}
+		resp := sendHead(t, addr, "GET /r HTTP/1.1\r\nHost: NAMED.test.\r\nConnection: close\r\n\r\n")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != 302 || loc != "http://named.test:"+port+"/x" {
+			t.Errorf("%s: %d Location %q", who, resp.StatusCode, loc)
+		}
+		if resp := sendHead(t, addr, "GET / HTTP/1.1\r\nHost: .\r\nConnection: close\r\n\r\n"); resp.StatusCode != 400 {
+			t.Errorf("%s: Host \".\": %d", who, resp.StatusCode)
+		}
+	}
+	addr := addrFor(t)
+	startHTTP(t, conf(addr), addr)
+	check(t, "numaproxy", addr)
+	t.Run("nginx", func(t *testing.T) {
+		addr := addrFor(t)
+		startNginx(t, conf(addr), addr)
+		check(t, "nginx", addr)
+	})
+}

@@ -81,8 +81,10 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return dst
 	case VarProxyAddXForwardedFor:
-		if xff := c.headerValue("x-forwarded-for"); len(xff) > 0 {
-			dst = append(dst, xff...)
+		// nginx: every X-Forwarded-For field, each followed by ", ", then the address.
+		h := &r.Headers
+		for i := h.Index("x-forwarded-for", 0); i >= 0; i = h.Index("x-forwarded-for", i+1) {
+			dst = append(dst, h.Value(i)...)
 			dst = append(dst, ", "...)
 		}
 		return c.remote.Addr().AppendTo(dst)
@@ -205,7 +207,8 @@ func (c *client) headerValue(name string) []byte {
 	return v
 }
 
-// appendLowerHost appends host without its port, lower-cased.
+// appendLowerHost appends host as nginx's $host has it (ngx_http_validate_host):
+// without its port and its trailing dot, lower-cased.
 func appendLowerHost(dst, host []byte) []byte {
 	end := len(host)
 	if len(host) > 0 && host[0] == '[' {
@@ -214,6 +217,9 @@ func appendLowerHost(dst, host []byte) []byte {
 		}
 	} else if i := bytes.LastIndexByte(host, ':'); i >= 0 {
 		end = i
+	}
+	if end > 0 && host[end-1] == '.' {
+		end--
 	}
 	for _, ch := range host[:end] {
 		if 'A' <= ch && ch <= 'Z' {
