@@ -36,6 +36,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=$(FUZZTIME) ./conf/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./proxy/route/
+	$(GO) test -run='^$$' -fuzz=FuzzUpstreamAgrees -fuzztime=$(FUZZTIME) ./proxy/route/
 	$(GO) test -run='^$$' -fuzz=FuzzRequestHead -fuzztime=$(FUZZTIME) ./proxy/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./proxy/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./proxy/http1/

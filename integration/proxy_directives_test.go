@@ -98,10 +98,14 @@ func TestProxyPassHeaders(t *testing.T) {
 			s.Header.Get("User-Agent") != "ua" || s.Proto != "HTTP/1.0" {
 			t.Errorf("defaults: %+v", s)
 		}
-		for _, hop := range []string{"X-Drop", "Keep-Alive", "Te", "Upgrade", "Proxy-Connection"} {
+		for _, hop := range []string{"Keep-Alive", "Te", "Upgrade", "Proxy-Connection"} {
 			if v := s.Header.Get(hop); v != "" {
 				t.Errorf("hop-by-hop %s forwarded: %q", hop, v)
 			}
+		}
+		// A field the client names in Connection is passed, as nginx does.
+		if v := s.Header.Get("X-Drop"); v != "d" {
+			t.Errorf("X-Drop, listed in Connection: %q", v)
 		}
 		get(t, c, url+"/own/2?a=1", "User-Agent", "ua", "X-In", "in", "Host", "Front.Example:8080")
 		s = be.last(t)

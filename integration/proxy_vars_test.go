@@ -49,10 +49,9 @@ func TestProxyVariables(t *testing.T) {
 	_, body := cl.read("POST")
 	cl.send("GET /r HTTP/1.1\r\nHost: alias.test\r\n\r\n")
 	_, body2 := cl.read("GET")
-	// $uri is normalised: only unreserved characters are decoded (%2F stays a
-	// segment's character), dot segments removed.
+	// $uri is normalised as nginx's: decoded (%2F is a slash), dot segments removed.
 	want := "host=vars.test|h=v1|ra=127.0.0.1|rp=" + cport + "|sa=" + host + "|sp=" + port + "|sn=vars.test|scheme=http|" +
-		"request=POST /r/a%2Fb/../c?foo=bar&x=1 HTTP/1.1|m=POST|ru=/r/a%2Fb/../c?foo=bar&x=1|uri=/r/c|args=foo=bar&x=1|foo=bar|is=?|" +
+		"request=POST /r/a%2Fb/../c?foo=bar&x=1 HTTP/1.1|m=POST|ru=/r/a%2Fb/../c?foo=bar&x=1|uri=/r/a/c|args=foo=bar&x=1|foo=bar|is=?|" +
 		"cl=0|ct=text/x|conn=" // then $connection
 	if !strings.HasPrefix(body, want) {
 		t.Fatalf("got  %s\nwant %s...", body, want)

@@ -100,7 +100,12 @@ func (c *client) takeRequest() {
 	} else {
 		c.request = &request{}
 	}
-	c.req.Limits = c.limits(c.defaultServerConf())
+	dsc := c.defaultServerConf()
+	c.req.Limits = c.limits(dsc)
+	c.req.Names, c.req.NamesByHost = dsc.nameRules(), nil
+	if dsc.nameRulesVary {
+		c.req.NamesByHost = c
+	}
 }
 
 // giveRequest returns the request state to the worker (its buffers went back first).
@@ -302,6 +307,11 @@ func (c *client) serveLocation() {
 		}
 	}
 	if c.loc != nil && c.lcf.Pass != nil {
+		if !c.upstreamPathOK() {
+			c.keepAlive = false
+			c.respondStatus(400)
+			return
+		}
 		c.proxy()
 		return
 	}

@@ -5,12 +5,14 @@ import (
 	"strconv"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/proxy/route"
 )
 
 // appendUpstreamHead builds the request head sent upstream, nginx's rules: the URI
 // per proxy_pass, proxy_set_header fields (nginx's defaults Host $proxy_host and
-// Connection close included), then the client's fields except hop-by-hop ones and
-// those proxy_set_header names, then the body framing.
+// Connection close included), then the client's fields except the hop-by-hop ones,
+// Content-Length, Expect and those proxy_set_header names, then the body framing.
 func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	c := ex.c
 	r := &c.req
@@ -34,7 +36,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		h = append(h, s.Name...)
 		h = append(h, ": "...)
 		valueStart := len(h)
-		h = s.Value.Append(h, c)
+		h = escapeControls(s.Value.Append(h, c), valueStart)
 		if len(h) == valueStart {
 			h = h[:mark] // an empty value sends nothing (and hides the client's field)
 			continue
@@ -50,7 +52,10 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	}
 	for i := 0; i < r.Headers.Len(); i++ {
 		name := r.Headers.Name(i)
-		if r.Headers.IsHopByHop(i) || equalFoldBytes(name, "content-length") || equalFoldBytes(name, "expect") || lcf.setsHeader(name) {
+		// Only the fixed hop-by-hop set: a field the client lists in Connection is passed
+		// (as nginx), else "Connection: Authorization" would strip the client's own
+		// credentials, or any field a proxy_set_header does not replace.
+		if http1.IsHopByHopName(name) || equalFoldBytes(name, "content-length") || equalFoldBytes(name, "expect") || lcf.setsHeader(name) {
 			continue
 		}
 		h = append(h, name...)
@@ -71,9 +76,12 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 	return append(h, "\r\n"...)
 }
 
-// appendUpstreamURI is the request-target sent upstream. With a URI part in
-// proxy_pass, the part of $uri that matched the location is replaced by it; without
-// one the client's URI goes as received, or $uri after an internal redirect.
+// appendUpstreamURI is the request-target sent upstream, nginx's rules. With a URI
+// part in proxy_pass, the part of $uri that matched the location is replaced by it and
+// the rest re-escaped if the client's path held escapes (upstreamPathOK has refused a
+// rest that would climb out of it). Without one the client's URI goes as received, so
+// the upstream decodes the same path the locations saw decoded; after an internal
+// redirect, or for an absolute-form target without a path, $uri goes escaped.
 func (c *client) appendUpstreamURI(h []byte) []byte {
 	pass := c.lcf.Pass
 	query, hasQuery := c.req.Query()
@@ -84,10 +92,9 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 	case pass.HasURI && c.loc != nil && c.loc.Kind == conf.LocExact:
 		h = append(h, pass.URI...) // location = /a: the whole URI is the matched part
 	case pass.HasURI && c.prefix != "":
-		h = append(h, pass.URI...)
-		h = append(h, c.uriBuf[len(c.prefix):]...)
-	case c.uriChanged:
-		h = append(h, c.uriBuf...)
+		h, _ = route.AppendReplaced(h, c.uriBuf, c.prefix, pass.URI, c.uriChanged || route.HasEscape(c.req.Path()))
+	case c.uriChanged || len(c.req.Path()) == 0:
+		h = route.AppendEscaped(h, c.uriBuf)
 	default:
 		h = append(h, c.req.Path()...)
 	}
@@ -96,6 +103,58 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 		h = append(h, query...)
 	}
 	return h
+}
+
+// upstreamPathOK reports whether the path proxy_pass would send upstream stays under
+// its URI part (see route.AppendReplaced); a request that fails is answered 400.
+func (c *client) upstreamPathOK() bool {
+	pass := c.lcf.Pass
+	if !pass.HasURI || c.prefix == "" || c.loc == nil || c.loc.Kind == conf.LocExact {
+		return true
+	}
+	return !route.ClimbsOut(c.uriBuf, c.prefix, pass.URI)
+}
+
+// escapeControls percent-encodes the control characters but HTAB in h[from:], a
+// header field value built from variables: $uri is decoded, so a client's %0D%0A would
+// otherwise end the field and start one of the client's choosing (request or response
+// splitting, which nginx lets through). It allocates only when it finds one and h has
+// no room.
+func escapeControls(h []byte, from int) []byte {
+	n := 0
+	for _, c := range h[from:] {
+		if isControl(c) {
+			n++
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	const hex = "0123456789ABCDEF"
+	end := len(h)
+	h = append(h, make([]byte, 2*n)...)
+	for i, j := end-1, len(h)-1; i >= from; i-- {
+		if c := h[i]; isControl(c) {
+			h[j-2], h[j-1], h[j] = '%', hex[c>>4], hex[c&15]
+			j -= 3
+		} else {
+			h[j] = c
+			j--
+		}
+	}
+	return h
+}
+
+func isControl(c byte) bool { return c < 0x20 && c != '\t' || c == 0x7f }
+
+// NameRulesFor gives the http1 parser the field name rules of the server host
+// selects on the connection's address (http1.NameRulesByHost); it is asked only where
+// the servers of the address differ (LocConf.nameRulesVary).
+func (c *client) NameRulesFor(host []byte) http1.NameRules {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+		return serverConf(a.Server(host)).nameRules()
+	}
+	return c.req.Names
 }
 
 // setsHeader reports whether proxy_set_header names the field (so the client's own

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/proxy/http1"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -111,6 +113,12 @@ func directives() []conf.Directive {
 		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
 			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
 			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
+		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
+			Syntax: "ignore_invalid_headers on | off;", Default: "on",
+			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
+			Syntax: "underscores_in_headers on | off;", Default: "off",
+			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
 	}
 }
 
@@ -152,6 +160,11 @@ type LocConf struct {
 
 	ClientBodyBufferSize int
 	ClientBodyTemp       *TempPath // never nil once the config is checked
+	IgnoreInvalidHeaders bool
+	UnderscoresInHeaders bool
+	// nameRulesVary: on some address of this server, servers drop different field
+	// names, so the rules follow Host while a head is read (check sets it).
+	nameRulesVary bool
 
 	set uint64 // which fields this level set itself (bit* below)
 }
@@ -185,6 +198,8 @@ const (
 	bitLargeHeaderBuffers
 	bitClientBodyBuffer
 	bitClientBodyTemp
+	bitIgnoreInvalid
+	bitUnderscores
 
 	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
 )
@@ -309,6 +324,7 @@ func defaults() LocConf {
 		LargeHeaderBuffers:     4,
 		LargeHeaderBufferSize:  8 << 10,
 		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
+		IgnoreInvalidHeaders:   true,
 	}
 }
 
@@ -370,6 +386,8 @@ var inheritedFields = []struct {
 	}},
 	{bitClientBodyBuffer, func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
 	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
+	{bitIgnoreInvalid, func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
+	{bitUnderscores, func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
@@ -760,5 +778,32 @@ func check(cfg *conf.Config, self *conf.Module) error {
 			return err
 		}
 	}
+	markNameRulesVary(cfg, self)
 	return nil
+}
+
+// nameRules are the field name rules of a server-level config.
+func (lc *LocConf) nameRules() http1.NameRules {
+	return http1.NameRules{IgnoreInvalid: lc.IgnoreInvalidHeaders, AllowUnderscores: lc.UnderscoresInHeaders}
+}
+
+// markNameRulesVary flags the servers of every address whose servers do not all
+// drop the same field names: there the parser asks which server Host selects.
+func markNameRulesVary(cfg *conf.Config, self *conf.Module) {
+	byAddr := map[netip.AddrPort][]*LocConf{}
+	for _, srv := range cfg.HTTP.Servers {
+		for _, l := range srv.Listens {
+			byAddr[l.Addr] = append(byAddr[l.Addr], srv.Conf(self).(*LocConf))
+		}
+	}
+	for _, confs := range byAddr {
+		for _, lc := range confs {
+			if lc.nameRules() != confs[0].nameRules() {
+				for _, lc := range confs {
+					lc.nameRulesVary = true
+				}
+				break
+			}
+		}
+	}
 }

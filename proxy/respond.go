@@ -216,7 +216,8 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	if location != nil {
 		head = append(head, "Location: "...)
 		head = c.appendAbsolute(head, location)
-		head = append(head, location...)
+		mark := len(head)
+		head = escapeControls(append(head, location...), mark)
 		head = append(head, "\r\n"...)
 	}
 	head = c.appendConnection(head)
@@ -269,7 +270,7 @@ func (c *client) appendAddHeaders(head []byte, code int) []byte {
 		head = append(head, h.Name...)
 		head = append(head, ": "...)
 		valueStart := len(head)
-		head = h.Value.Append(head, c)
+		head = escapeControls(h.Value.Append(head, c), valueStart)
 		if len(head) == valueStart {
 			head = head[:mark] // an empty value adds nothing, as in nginx
 			continue

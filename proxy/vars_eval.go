@@ -21,7 +21,7 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return append(dst, c.serverName()...)
 	case VarHTTP:
-		return append(dst, c.headerValue(param)...)
+		return c.appendHTTPVar(dst, param)
 	case VarCookie:
 		return append(dst, cookieValue(c.headerValue("cookie"), param)...)
 	case VarArg:
@@ -81,8 +81,10 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return dst
 	case VarProxyAddXForwardedFor:
-		if xff := c.headerValue("x-forwarded-for"); len(xff) > 0 {
-			dst = append(dst, xff...)
+		// nginx: every X-Forwarded-For field, each followed by ", ", then the address.
+		h := &r.Headers
+		for i := h.Index("x-forwarded-for", 0); i >= 0; i = h.Index("x-forwarded-for", i+1) {
+			dst = append(dst, h.Value(i)...)
 			dst = append(dst, ", "...)
 		}
 		return c.remote.Addr().AppendTo(dst)
@@ -147,13 +149,66 @@ func (c *client) serverName() string {
 	return c.srv.Names[0].Name
 }
 
+// appendHTTPVar is $http_NAME (name lower-case, with dashes), as nginx 1.22 finds
+// it: repeated X-Forwarded-For and Cookie fields joined with ", " and "; "; Host,
+// User-Agent, Referer and Via by their exact names; any other name matches a field
+// whose name has "_" where name has "-" (underscores_in_headers on lets those in).
+func (c *client) appendHTTPVar(dst []byte, name string) []byte {
+	h := &c.req.Headers
+	sep := ", "
+	switch name {
+	case "cookie":
+		sep = "; "
+		fallthrough
+	case "x-forwarded-for":
+		first := true
+		for i := h.Index(name, 0); i >= 0; i = h.Index(name, i+1) {
+			if !first {
+				dst = append(dst, sep...)
+			}
+			first = false
+			dst = append(dst, h.Value(i)...)
+		}
+		return dst
+	case "host", "user-agent", "referer", "via":
+		return append(dst, c.headerValue(name)...)
+	}
+	for i := 0; i < h.Len(); i++ {
+		if equalFoldDash(h.Name(i), name) {
+			return append(dst, h.Value(i)...)
+		}
+	}
+	return dst
+}
+
+// equalFoldDash compares a field name with a lower-case name with dashes, ASCII
+// case-insensitively, "_" in the field name matching "-".
+func equalFoldDash(field []byte, name string) bool {
+	if len(field) != len(name) {
+		return false
+	}
+	for i, c := range field {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // headerValue is the first request field called name (lower-case, dashes).
 func (c *client) headerValue(name string) []byte {
 	v, _ := c.req.Headers.Get(name)
 	return v
 }
 
-// appendLowerHost appends host without its port, lower-cased.
+// appendLowerHost appends host as nginx's $host has it (ngx_http_validate_host):
+// without its port and its trailing dot, lower-cased.
 func appendLowerHost(dst, host []byte) []byte {
 	end := len(host)
 	if len(host) > 0 && host[0] == '[' {
@@ -162,6 +217,9 @@ func appendLowerHost(dst, host []byte) []byte {
 		}
 	} else if i := bytes.LastIndexByte(host, ':'); i >= 0 {
 		end = i
+	}
+	if end > 0 && host[end-1] == '.' {
+		end--
 	}
 	for _, ch := range host[:end] {
 		if 'A' <= ch && ch <= 'Z' {

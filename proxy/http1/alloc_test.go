@@ -11,6 +11,8 @@ func TestZeroAllocs(t *testing.T) {
 	var d ChunkedDecoder
 	dst := make([]byte, 0, 64)
 	bad := []byte("GET / HTTP/1.1\r\n\r\n")
+	dropping := Request{Names: NameRules{IgnoreInvalid: true}, NamesByHost: allowUnderscores{}}
+	underscored := []byte("GET / HTTP/1.1\r\nX_A: 1\r\nHost: u.test\r\nX_B: 1\r\nX.C: 1\r\n\r\n")
 	for name, fn := range map[string]func(){
 		"request": func() {
 			req.Reset()
@@ -23,6 +25,12 @@ func TestZeroAllocs(t *testing.T) {
 			req.Parse(head[:100])
 			if _, err := req.Parse(head); err != nil {
 				t.Fatal(err)
+			}
+		},
+		"request dropping fields": func() {
+			dropping.Reset()
+			if _, err := dropping.Parse(underscored); err != nil || dropping.Len() != 2 {
+				t.Fatal(err, dropping.Len())
 			}
 		},
 		"request error": func() {
@@ -68,4 +76,11 @@ func TestZeroAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocs", name, n)
 		}
 	}
+}
+
+// allowUnderscores is a NameRulesByHost that allows underscores for every host.
+type allowUnderscores struct{}
+
+func (allowUnderscores) NameRulesFor([]byte) NameRules {
+	return NameRules{IgnoreInvalid: true, AllowUnderscores: true}
 }

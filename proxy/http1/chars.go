@@ -10,6 +10,7 @@ const (
 	classTarget                 // a byte allowed in a request-target
 	classRegName                // reg-name: unreserved / sub-delims
 	classHex                    // HEXDIG
+	classNginxName              // a letter, digit or "-": what nginx calls a valid field name
 )
 
 var byteClass = func() (t [256]uint8) {
@@ -33,6 +34,9 @@ var byteClass = func() (t [256]uint8) {
 		}
 		if isDigit || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F' {
 			t[c] |= classHex
+		}
+		if isAlpha || isDigit || b == '-' {
+			t[c] |= classNginxName
 		}
 	}
 	return t

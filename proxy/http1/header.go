@@ -62,9 +62,45 @@ func (h *Headers) All() iter.Seq2[[]byte, []byte] {
 	}
 }
 
+// NameRules say which request fields a parser drops as it reads them, nginx's
+// ignore_invalid_headers and underscores_in_headers. The zero value keeps every field.
+type NameRules struct {
+	// IgnoreInvalid drops a field whose name holds anything but letters, digits and
+	// "-" (and "_" with AllowUnderscores). Names with other token characters are
+	// valid HTTP but invalid to nginx; names with non-token bytes are refused (400)
+	// whatever the rules.
+	IgnoreInvalid bool
+	// AllowUnderscores keeps names with "_": a CGI or WSGI upstream turns both
+	// X-Forwarded-For and X_Forwarded_For into HTTP_X_FORWARDED_FOR, so a client's
+	// X_Forwarded_For would pass for the proxy's X-Forwarded-For.
+	AllowUnderscores bool
+}
+
+// Drops reports whether the rules drop a field called name.
+func (n NameRules) Drops(name []byte) bool {
+	if !n.IgnoreInvalid {
+		return false
+	}
+	for _, c := range name {
+		if byteClass[c]&classNginxName == 0 && (c != '_' || !n.AllowUnderscores) {
+			return true
+		}
+	}
+	return false
+}
+
+// NameRulesByHost gives the NameRules of the server a host selects: nginx reads the
+// fields after Host (all of them for an absolute-form target) with the settings of
+// that server, those before it with the default server's.
+type NameRulesByHost interface {
+	NameRulesFor(host []byte) NameRules
+}
+
 // IsHopByHop reports whether the i-th field applies to this connection only
 // and must not be forwarded (RFC 9110 §7.6.1): a standard hop-by-hop name or a
-// name listed in a Connection field.
+// name listed in a Connection field. A reverse proxy forwarding a client's
+// request should use IsHopByHopName alone, as nginx does: honouring the list
+// lets a client strip end-to-end fields a proxy adds or checks.
 func (h *Headers) IsHopByHop(i int) bool {
 	name := h.Name(i)
 	return IsHopByHopName(name) || h.ListedInConnection(name)

@@ -8,6 +8,10 @@ import "bytes"
 type Request struct {
 	// Limits bound the head; zero fields take DefaultLimits.
 	Limits Limits
+	// Names says which fields are dropped as they are read; NamesByHost, when set,
+	// replaces it from the Host field on. Dropped fields are not in Headers.
+	Names       NameRules
+	NamesByHost NameRulesByHost
 	// Headers holds the field lines, with lookups that do not allocate.
 	Headers
 
@@ -30,9 +34,10 @@ type requestState struct {
 	minor          int
 	hostField      int // index of the Host field, -1 when absent
 	expectContinue bool
+	names          NameRules // the rules the next field is read with
 }
 
-// Reset readies r for the next request, keeping Limits.
+// Reset readies r for the next request, keeping Limits, Names and NamesByHost.
 func (r *Request) Reset() {
 	r.st = requestState{}
 	r.Headers.buf, r.Headers.n = nil, 0
@@ -50,6 +55,7 @@ func (r *Request) Parse(buf []byte) (n int, err error) {
 		st.lines.lim = r.Limits.normalized()
 		st.facts.reset()
 		st.hostField = -1
+		st.names = r.Names
 		st.phase = phaseEmptyLines
 	}
 	for st.phase != phaseDone {
@@ -80,6 +86,9 @@ func (r *Request) Parse(buf []byte) (n int, err error) {
 		case phaseStartLine:
 			if k, ok := r.parseRequestLine(buf, start, end); !ok {
 				return 0, requestError(k)
+			}
+			if st.target.form == AbsoluteForm && r.NamesByHost != nil {
+				st.names = r.NamesByHost.NameRulesFor(r.Host())
 			}
 			st.phase = phaseFields
 		case phaseFields:
@@ -173,6 +182,9 @@ func (r *Request) addField(buf []byte, start, end int) (errorKind, bool) {
 	if !ok {
 		return k, false
 	}
+	if st.names.Drops(buf[f.nameStart:f.nameEnd]) {
+		return 0, true // nginx: "client sent invalid header line", and goes on
+	}
 	h := &r.Headers
 	if h.n >= st.lines.lim.MaxHeaders {
 		return errTooManyFields, false
@@ -192,6 +204,9 @@ func (r *Request) addField(buf []byte, start, end int) (errorKind, bool) {
 			return errBadHost, false
 		}
 		st.hostField = index
+		if r.NamesByHost != nil && st.target.form != AbsoluteForm {
+			st.names = r.NamesByHost.NameRulesFor(value)
+		}
 	case fieldExpect:
 		// RFC 9110 §10.1.1: ignore 100-continue from an HTTP/1.0 client.
 		if st.minor >= 1 && EqualFold(value, "100-continue") {

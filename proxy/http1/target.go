@@ -102,7 +102,7 @@ func (r *target) splitPathQuery(t []byte, from int) bool {
 // validHostPort checks uri-host [":" port] (RFC 9110 §7.2, RFC 3986 §3.2.2):
 // a non-empty reg-name without percent escapes or a bracketed IPv6 address
 // (no zone, no IPvFuture), then an optional run of port digits. It also
-// refuses "..", like nginx.
+// refuses ".." and ".", like nginx.
 func validHostPort(s []byte, requirePort bool) bool {
 	if len(s) == 0 {
 		return false
@@ -121,8 +121,8 @@ func validHostPort(s []byte, requirePort bool) bool {
 			}
 			i++
 		}
-		if i == 0 {
-			return false
+		if i == 0 || i == 1 && s[0] == '.' {
+			return false // nginx refuses a host that is empty without its trailing dot
 		}
 	}
 	if i == len(s) {

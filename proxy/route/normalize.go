@@ -2,66 +2,134 @@ package route
 
 import "errors"
 
-// ErrBadURI is a request path nginx would answer with 400: a bad percent-escape, a
-// ".." above the root, or a path that does not start with "/".
+// ErrBadURI is a request path nginx would answer with 400: a bad percent-escape, an
+// encoded NUL, a ".." above the root, or a path that does not start with "/".
 var ErrBadURI = errors.New("invalid request URI")
 
-// Normalize appends to dst the path as locations see it (nginx's $uri), with the
-// RFC 3986 unreserved characters percent-decoded (%41 is A, %2E is "."), "." and ".."
-// segments resolved and runs of slashes merged (nginx's merge_slashes on). Other
-// escapes stay as written, so an encoded "/" (%2F) never becomes a separator. path is
-// the request-target's path, without the query.
+// Normalize appends to dst the path as locations see it, nginx's $uri
+// (ngx_http_parse_complex_uri): every percent-escape decoded, once, then "." and ".."
+// segments resolved and runs of slashes merged (merge_slashes on). An encoded "/" or
+// "." counts as the character itself, as in nginx, so that a location guard sees the
+// path an upstream will decode: "/%2Fadmin" and "/x/..%2Fadmin" are "/admin". A
+// backslash (%5C) is not a separator (nginx on Linux). path is the request-target's
+// path without the query; an empty one (absolute-form "http://host") is "/".
 func Normalize(dst, path []byte) ([]byte, error) {
-	if len(path) == 0 || path[0] != '/' {
+	if len(path) == 0 {
+		return append(dst, '/'), nil
+	}
+	if path[0] != '/' {
 		return dst, ErrBadURI
 	}
 	base := len(dst)
 	out := append(dst, '/')
-	for i := 1; i <= len(path); i++ { // each pass reads one segment and the slash after it
-		segStart := len(out)
-		for i < len(path) && path[i] != '/' {
-			c := path[i]
-			if c != '%' {
-				out = append(out, c)
-				i++
-				continue
+	seg := len(out) // where the current segment starts in out
+	for i := 1; ; {
+		last := i == len(path)
+		c := byte('/') // the end of the path closes the last segment like a slash
+		if !last {
+			c = path[i]
+			i++
+			if c == '%' {
+				if i+2 > len(path) || unhex(path[i]) < 0 || unhex(path[i+1]) < 0 {
+					return dst[:base], ErrBadURI
+				}
+				c = byte(unhex(path[i])<<4 | unhex(path[i+1]))
+				i += 2
 			}
-			if i+2 >= len(path) || unhex(path[i+1]) < 0 || unhex(path[i+2]) < 0 {
-				return dst[:base], ErrBadURI
+			if c == 0 {
+				return dst[:base], ErrBadURI // nginx: 400
 			}
-			if d := byte(unhex(path[i+1])<<4 | unhex(path[i+2])); isUnreserved(d) {
-				out = append(out, d)
-			} else {
-				// Kept escaped, in upper case so equal paths compare equal.
-				out = append(out, '%', upper(path[i+1]), upper(path[i+2]))
-			}
-			i += 3
 		}
-		switch seg := out[segStart:]; {
-		case len(seg) == 0: // "//" merged, or the trailing slash
-		case len(seg) == 1 && seg[0] == '.':
-			out = out[:segStart]
-		case len(seg) == 2 && seg[0] == '.' && seg[1] == '.':
-			if segStart == base+1 {
+		if c != '/' {
+			out = append(out, c)
+			continue
+		}
+		switch s := out[seg:]; {
+		case len(s) == 0: // "//" merged, or the end after a slash
+		case len(s) == 1 && s[0] == '.':
+			out = out[:seg]
+		case len(s) == 2 && s[0] == '.' && s[1] == '.':
+			if seg == base+1 {
 				return dst[:base], ErrBadURI // above the root
 			}
-			j := segStart - 2
+			j := seg - 2
 			for out[j] != '/' {
 				j--
 			}
 			out = out[:j+1]
 		default:
-			if i < len(path) {
+			if !last {
 				out = append(out, '/')
 			}
 		}
+		if last {
+			return out, nil
+		}
+		seg = len(out)
 	}
-	return out, nil
 }
 
-func isUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
+// HasEscape reports whether a request path holds a percent-escape, which is when
+// nginx re-escapes $uri for an upstream (its r->quoted_uri).
+func HasEscape(path []byte) bool {
+	for _, c := range path {
+		if c == '%' {
+			return true
+		}
+	}
+	return false
+}
+
+// AppendEscaped appends s percent-encoding what nginx's ngx_escape_uri(NGX_ESCAPE_URI)
+// does since 1.21.1: controls, space, `"`, `#`, `%`, `<`, `>`, `?`, `\`, `^`, "`",
+// `{`, `|`, `}`, DEL and every non-ASCII byte. "/" stays, so decoding the result
+// gives s back and a normalised s stays normalised.
+func AppendEscaped(dst, s []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, c := range s {
+		if escapeURI[c>>5]&(1<<(c&31)) != 0 {
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		} else {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// escapeURI is nginx's "uri" table in ngx_escape_uri: bit c of the bitmap is set when
+// byte c is escaped.
+var escapeURI = [8]uint32{
+	0xffffffff, // 0x00-0x1f
+	0xd000002d, // ?>=< ;:98 7654 3210 /.-, +*)( '&%$ #"!  (space " # % < > ?)
+	0x50000000, // _^]\ [ZYX WVUT SRQP ONML KJIH GFED CBA@ (\ ^)
+	0xb8000001, //  ~}| {zyx wvut srqp onml kjih gfed cba` (` { | } DEL)
+	0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+}
+
+// AppendReplaced appends the path a proxy_pass with a URI part sends upstream for
+// uri (a normalised $uri) matched by the prefix location prefix: passURI, then the
+// rest of uri, escaped when escape is set (nginx escapes when the client's path held
+// an escape, HasEscape, or after an internal redirect). It is ErrBadURI when the
+// result would climb out of passURI (ClimbsOut).
+func AppendReplaced(dst, uri []byte, prefix, passURI string, escape bool) ([]byte, error) {
+	if ClimbsOut(uri, prefix, passURI) {
+		return dst, ErrBadURI
+	}
+	rest := uri[min(len(prefix), len(uri)):]
+	dst = append(dst, passURI...)
+	if escape {
+		return AppendEscaped(dst, rest), nil
+	}
+	return append(dst, rest...), nil
+}
+
+// ClimbsOut reports whether replacing prefix by passURI in uri starts the rest with a
+// ".." segment: with "location /a" and "proxy_pass http://up/b/", "/a../x" would reach
+// the upstream as "/b/../x", which it resolves to "/x" outside /b/. nginx passes it on.
+func ClimbsOut(uri []byte, prefix, passURI string) bool {
+	rest := uri[min(len(prefix), len(uri)):]
+	return len(passURI) > 0 && passURI[len(passURI)-1] == '/' && len(rest) >= 2 && rest[0] == '.' && rest[1] == '.' &&
+		(len(rest) == 2 || rest[2] == '/')
 }
 
 func unhex(c byte) int {
@@ -74,11 +142,4 @@ func unhex(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
-}
-
-func upper(c byte) byte {
-	if 'a' <= c && c <= 'f' {
-		return c - 'a' + 'A'
-	}
-	return c
 }
