@@ -228,6 +228,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 		c.bodySent = int64(len(body))
 	}
 	c.w.scratch = head[:0]
+	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 	c.conn.Write(head)
 	c.finish()
 }
