@@ -518,6 +518,12 @@ func (c *client) close() {
 
 // release returns the connection's buffers to the pool.
 func (c *client) release() {
+	if c.ex != nil {
+		// The exchange lives in the request given back below: end it first, so
+		// that OnClose finds none.
+		c.ex.abort()
+		c.ex = nil
+	}
 	pool := c.conn.Loop().Pool()
 	c.releaseIn()
 	if c.request == nil {
