@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,64 @@ func TestProxySlowloris(t *testing.T) {
 		if d > time.Second {
 			t.Errorf("a normal request took %v", d)
 			break
+		}
+	}
+}
+
+// TestProxyKeepaliveLocation: keepalive_timeout (both values) and keepalive_requests
+// are the location's, as in nginx: the same requests on nginx and numaproxy get the
+// same Connection and Keep-Alive headers and the connection is closed as soon.
+func TestProxyKeepaliveLocation(t *testing.T) {
+	t.Parallel()
+	body := func(addr string) string {
+		return `
+  keepalive_timeout 10s;
+  server {
+    listen ` + addr + `;
+    location / { return 200 "long"; }
+    location /short { keepalive_timeout 1s 7; keepalive_requests 2; return 200 "short"; }
+    location /off { keepalive_timeout 0; return 200 "off"; }
+  }`
+	}
+	ngAddr, addr := addrFor(t), addrFor(t)
+	startNginx(t, body(ngAddr), ngAddr)
+	startHTTP(t, body(addr), addr)
+	// exchange sends req on a new connection and returns what came back until the
+	// close, without the Server and Date lines, and when the close came.
+	exchange := func(addr, req string) (string, time.Duration) {
+		c := dial(t, addr)
+		defer c.Close()
+		began := time.Now()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := readToEOF(c)
+		if err != nil {
+			t.Fatalf("%q: %v (got %q)", req, err, raw)
+		}
+		var kept []string
+		for _, line := range strings.SplitAfter(raw, "\r\n") {
+			if !strings.HasPrefix(line, "Server: ") && !strings.HasPrefix(line, "Date: ") {
+				kept = append(kept, line)
+			}
+		}
+		return strings.Join(kept, ""), time.Since(began)
+	}
+	for _, tc := range []struct {
+		req        string
+		closeAfter time.Duration
+	}{
+		{"GET /short HTTP/1.1\r\nHost: a\r\n\r\n", time.Second},
+		{"GET /off HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"GET /short HTTP/1.1\r\nHost: a\r\n\r\nGET /short HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+	} {
+		want, _ := exchange(ngAddr, tc.req)
+		got, d := exchange(addr, tc.req)
+		if got != want {
+			t.Errorf("%q:\n got %q\nwant %q (nginx)", tc.req, got, want)
+		}
+		if d < tc.closeAfter-200*time.Millisecond || d > tc.closeAfter+2*time.Second {
+			t.Errorf("%q: closed after %v, want ~%v", tc.req, d, tc.closeAfter)
 		}
 	}
 }

@@ -303,7 +303,7 @@ func (c *client) handle() {
 		c.srvConf = serverConf(c.srv)
 		c.lcf = c.srvConf
 	}
-	c.keepAlive = r.KeepAlive() && c.srvConf.KeepaliveTimeout > 0 && c.requests < c.srvConf.KeepaliveRequests
+	c.keepAlive = r.KeepAlive() // and the location's keepalive_* (appendConnection)
 	if r.TargetForm() == http1.AsteriskForm || r.TargetForm() == http1.AuthorityForm {
 		// OPTIONS * and CONNECT are not for a reverse proxy.
 		c.keepAlive = false
@@ -500,7 +500,7 @@ func (c *client) finish() {
 		c.releaseBodyBuf()
 		c.giveRequest()
 		c.conn.SetIdle(true)
-		c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
+		c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
 	}
 	c.drive() // the next pipelined request unless the output is blocked, and reading
 }
@@ -562,7 +562,7 @@ func (c *client) onTimeout() {
 		if len(c.in) == 0 && c.requests > 0 && c.conn.Queued() > 0 {
 			// keepalive_timeout counts from the end of the last response, which is
 			// still being sent (the write timeout bounds that): wait on.
-			c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
+			c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
 			return
 		}
 		switch {
