@@ -226,6 +226,9 @@ func TestProxyPipelineFlood(t *testing.T) {
 			t.Errorf("a flooding connection was closed after %v (send_timeout 2s)", d)
 		}
 	}
+	if !fileContains(in.path("logs/error.log"), "client timed out while sending response to client") {
+		t.Error("the send_timeout closes were not logged (nginx: \"client timed out ... while sending response to client\")")
+	}
 	if res.latencyErr != nil || len(res.latencies) == 0 {
 		t.Errorf("normal client: %d answers, %v", len(res.latencies), res.latencyErr)
 	}

@@ -145,7 +145,7 @@ func TestProxySlowloris(t *testing.T) {
 	}
 	ngAddr, addr := addrFor(t), addrFor(t)
 	startNginx(t, body(ngAddr), ngAddr)
-	startHTTP(t, body(addr), addr)
+	in := startHTTP(t, body(addr), addr)
 
 	var ng, np slowlorisResult
 	var wg sync.WaitGroup
@@ -184,6 +184,9 @@ func TestProxySlowloris(t *testing.T) {
 		if _, ok := ng.got[what]; !ok {
 			t.Errorf("numaproxy sent %q to a dribbling client; nginx sent %v", what, ng.got)
 		}
+	}
+	if !fileContains(in.path("logs/error.log"), "client timed out while reading client request headers") {
+		t.Error("the timeouts were not logged (nginx: \"client timed out ... while reading client request headers\")")
 	}
 	if np.normalFail > 0 || len(np.normal) == 0 {
 		t.Errorf("normal requests: %d answered, %d failed", len(np.normal), np.normalFail)

@@ -582,7 +582,7 @@ func (c *client) onTimeout() {
 		c.failRequest(408)
 	default:
 		// close()'s bound on the final flush (the write timeout usually comes
-		// first), or an upgraded connection's.
+		// first).
 		if c.ex != nil {
 			c.ex.abort()
 		}
@@ -594,6 +594,9 @@ func (c *client) onTimeout() {
 }
 
 func (c *client) onClose(err error) {
+	if errors.Is(err, eventloop.ErrWriteTimeout) {
+		c.w.log.Info("client timed out while sending response to client", "client", c.remote.String())
+	}
 	if c.ex != nil {
 		c.ex.clientGone()
 		c.ex = nil
