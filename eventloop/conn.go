@@ -38,8 +38,10 @@ type conn struct {
 	high     int // own write watermarks (SetWriteWatermarks); 0: the loop's
 	low      int
 	timer    Timer
-	closeErr error // OnClose error once a graceful close completes
-	failErr  error // a write failed; the loop closes the conn after the callback
+	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
+	wtimeout time.Duration // 0: queued output may wait forever
+	closeErr error         // OnClose error once a graceful close completes
+	failErr  error         // a write failed; the loop closes the conn after the callback
 
 	ctx         any
 	remote      netip.AddrPort
@@ -52,6 +54,7 @@ var _ Conn = (*conn)(nil)
 func (l *Loop) newConn(fd int, h Handler) *conn {
 	c := &conn{loop: l, h: h, fd: fd}
 	l.InitTimer(&c.timer, c.onTimer)
+	l.InitTimer(&c.wtimer, c.onWriteTimer)
 	return c
 }
 
@@ -163,6 +166,13 @@ func (c *conn) onTimer(*Timer) {
 	}
 }
 
+// onWriteTimer: the socket took none of the queued output for wtimeout.
+func (c *conn) onWriteTimer(*Timer) {
+	if c.state == connOpen || c.state == connClosing {
+		c.closeNow(fmt.Errorf("write to %s: %w", c.remote, ErrWriteTimeout))
+	}
+}
+
 // closeGraceful stops reading and closes once queued output is sent.
 func (c *conn) closeGraceful(err error) {
 	if c.state == connClosed || c.state == connClosing {
@@ -190,6 +200,7 @@ func (c *conn) closeNow(err error) {
 		c.setIdle(false)
 	}
 	c.timer.Stop()
+	c.wtimer.Stop()
 	c.q.release(l.pool)
 	l.table.unregister(c.fd)
 	// close(2) takes the fd out of the epoll set; no EPOLL_CTL_DEL (a system call
@@ -264,6 +275,17 @@ func (c *conn) SetTimeout(d time.Duration) {
 		return
 	}
 	c.timer.Reset(d)
+}
+
+// SetWriteTimeout implements Conn.
+func (c *conn) SetWriteTimeout(d time.Duration) {
+	c.wtimeout = max(d, 0)
+	switch {
+	case d <= 0:
+		c.wtimer.Stop()
+	case c.q.size > 0 && !c.wtimer.Pending() && c.state != connClosed:
+		c.wtimer.Reset(d)
+	}
 }
 
 // SetWriteWatermarks implements Conn.

@@ -81,9 +81,13 @@ func (c *conn) writable() error {
 	return nil
 }
 
-// queued arms EPOLLOUT and signals the high watermark after output was queued.
+// queued arms EPOLLOUT, the write timeout and signals the high watermark after
+// output was queued.
 func (c *conn) queued() {
 	c.updateEvents()
+	if c.wtimeout > 0 && !c.wtimer.Pending() {
+		c.wtimer.Reset(c.wtimeout)
+	}
 	if !c.blocked && c.q.size > c.highWater() {
 		c.blocked = true
 		c.h.OnWriteBlocked(c)
@@ -93,6 +97,7 @@ func (c *conn) queued() {
 // flush writes queued output until the socket is full or the queue empty.
 func (c *conn) flush() error {
 	l := c.loop
+	before := c.q.size
 	for c.q.size > 0 {
 		iov := c.q.iovecs(l.iov[:0], maxIovecs)
 		want := 0
@@ -118,6 +123,12 @@ func (c *conn) flush() error {
 	if c.q.size == 0 && c.state == connClosing {
 		c.closeNow(c.closeErr)
 		return nil
+	}
+	switch {
+	case c.q.size == 0:
+		c.wtimer.Stop()
+	case c.q.size < before && c.wtimeout > 0:
+		c.wtimer.Reset(c.wtimeout) // progress: the timeout runs between two writes
 	}
 	c.updateEvents()
 	if c.blocked && c.q.size <= c.lowWater() {

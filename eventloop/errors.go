@@ -19,6 +19,9 @@ var (
 	ErrReused = errors.New("eventloop: idle connection closed to make room")
 	// ErrDrainTimeout is the OnClose error of connections still open at the Drain deadline.
 	ErrDrainTimeout = errors.New("eventloop: drain deadline reached")
+	// ErrWriteTimeout is the OnClose error of a connection whose queued output made
+	// no progress within its SetWriteTimeout.
+	ErrWriteTimeout = errors.New("eventloop: write timed out")
 	// ErrDialTimeout is the OnClose error of an outbound connect that did not finish in time.
 	ErrDialTimeout = errors.New("eventloop: connect timed out")
 )

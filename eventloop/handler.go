@@ -58,6 +58,11 @@ type Conn interface {
 	SetTimeout(d time.Duration)
 	// Queued returns the number of bytes waiting in the outbound queue.
 	Queued() int
+	// SetWriteTimeout closes the connection (OnClose with ErrWriteTimeout) when
+	// queued output waits d without the socket taking any of it: the timer runs
+	// while output is queued, restarts whenever some is sent, and keeps running
+	// through a graceful Close. d <= 0 turns it off (the default).
+	SetWriteTimeout(d time.Duration)
 	// SetWriteWatermarks gives this connection its own watermarks: OnWriteBlocked
 	// once more than high bytes are queued, OnWritable once at most low are (low is
 	// capped at high-1, at least 0). high <= 0 restores the loop's

@@ -68,8 +68,9 @@ func TestProxyParseStrictness(t *testing.T) {
 	}
 }
 
-// TestProxyHeadTimeouts: client_header_timeout answers a head that does not arrive
-// in time with 408; an idle keep-alive connection is closed silently after
+// TestProxyHeadTimeouts: a head that does not arrive within client_header_timeout
+// gets no answer, the connection is closed (nginx 1.22 sends nothing either; its 408
+// is only logged); an idle keep-alive connection is closed silently after
 // keepalive_timeout; a connection that never sends anything is closed after
 // client_header_timeout without a response.
 func TestProxyHeadTimeouts(t *testing.T) {
@@ -85,9 +86,12 @@ func TestProxyHeadTimeouts(t *testing.T) {
 
 	t.Run("partial head", func(t *testing.T) {
 		began := time.Now()
-		wantClosedResponse(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n", 408)
+		raw, err := roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n")
+		if err != nil || raw != "" {
+			t.Fatalf("got %q, %v; want a silent close", raw, err)
+		}
 		if d := time.Since(began); d < 250*time.Millisecond || d > 3*time.Second {
-			t.Errorf("408 after %v, want ~300ms", d)
+			t.Errorf("closed after %v, want ~300ms", d)
 		}
 	})
 	t.Run("nothing sent", func(t *testing.T) {

@@ -43,11 +43,20 @@ type client struct {
 	remote netip.AddrPort
 	state  clientState
 
-	in       []byte // pooled: the request head, then bytes received after it; nil when idle
+	// in is the input not served yet, a window of inBuf (pooled) that starts at the
+	// request being read or served: its head, then what came after it. Both are nil
+	// when idle.
+	in       []byte
+	inBuf    []byte
 	headLen  int
 	requests int  // requests started on this connection
 	driving  bool // inside drive: finishing a request must not recurse into the next
-	paused   bool // reading paused by us (pipelining) rather than by backpressure
+	paused   bool // reading paused by us (gateRead) rather than by the upstream's backpressure
+	// headTimer: client_header_timeout is running for the head being read.
+	headTimer bool
+	// outBlocked: output is above the high watermark (OnWriteBlocked until
+	// OnWritable); no more is read and no next request started meanwhile.
+	outBlocked bool
 	// ownWatermarks: the connection has proxy_buffering off's watermarks until the
 	// response ends.
 	ownWatermarks bool
@@ -149,7 +158,10 @@ func (c *client) start() {
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	c.conn.SetIdle(false)
+	c.conn.SetWriteTimeout(c.srvConf.ClientSendTimeout)
+	// client_header_timeout runs from the accept for the first request's head.
 	c.conn.SetTimeout(c.srvConf.ClientHeaderTimeout)
+	c.headTimer = true
 }
 
 // limits are the head limits of large_client_header_buffers.
@@ -157,32 +169,43 @@ func (c *client) limits(lc *LocConf) http1.Limits {
 	return http1.Limits{MaxLineSize: lc.LargeHeaderBufferSize, MaxHeadSize: lc.LargeHeaderBuffers * lc.LargeHeaderBufferSize, MaxHeaders: http1.MaxHeaderFields}
 }
 
-// keep appends data to the connection's buffer, growing it from the pool. data may
-// lie inside the buffer itself (bytes after a head being moved down).
+// keep appends data to the unserved input. Serving a request moves the start of the
+// window c.in past it without copying; bytes are moved down (or to a bigger buffer)
+// only when the window reaches the end of inBuf. data may lie inside inBuf after
+// c.in (what followed a head, given back after the body): that always fits in place.
 func (c *client) keep(data []byte) {
-	pool := c.conn.Loop().Pool()
-	if c.in == nil {
-		c.in = pool.Get(max(c.defaultServerConf().ClientHeaderBufferSize, len(data)))[:0]
-	}
-	if len(c.in)+len(data) > cap(c.in) {
-		bigger := pool.Get(len(c.in) + len(data))[:len(c.in)]
-		copy(bigger, c.in)
-		bigger = append(bigger, data...) // before the old buffer goes back
-		pool.Put(c.in[:cap(c.in)])
-		c.in = bigger
+	if len(c.in)+len(data) <= cap(c.in) {
+		c.in = append(c.in, data...)
 		return
 	}
-	c.in = append(c.in, data...)
+	n := len(c.in) + len(data)
+	buf := c.inBuf
+	if n > len(buf) {
+		buf = c.conn.Loop().Pool().Get(max(c.defaultServerConf().ClientHeaderBufferSize, n))
+		buf = buf[:cap(buf)]
+	}
+	copy(buf[copy(buf, c.in):], data)
+	if c.inBuf != nil && &buf[0] != &c.inBuf[0] {
+		c.conn.Loop().Pool().Put(c.inBuf)
+	}
+	c.inBuf, c.in = buf, buf[:n]
+	if c.request != nil && c.req.Done() {
+		c.req.Parse(c.in) // the parsed head moved: point its fields at the new place
+	}
+}
+
+// releaseIn gives the input buffer back.
+func (c *client) releaseIn() {
+	if c.inBuf != nil {
+		c.conn.Loop().Pool().Put(c.inBuf)
+	}
+	c.inBuf, c.in = nil, nil
 }
 
 func (c *client) onData(data []byte) {
 	switch c.state {
 	case csHead, csWait:
 		// A head in progress, or the next pipelined request: keep it.
-		if c.state == csWait {
-			c.paused = true
-			c.conn.PauseRead() // the next request waits for this response
-		}
 		c.keep(data)
 		c.drive()
 	case csBody:
@@ -195,22 +218,28 @@ func (c *client) onData(data []byte) {
 }
 
 // drive parses and serves the requests waiting in the buffer, one after another,
-// until one goes asynchronous (proxying) or the buffer runs out.
+// until one goes asynchronous (proxying), the output blocks or the buffer runs out;
+// then it decides whether to read on.
 func (c *client) drive() {
 	if c.driving {
 		return
 	}
 	c.driving = true
 	defer func() { c.driving = false }()
-	for c.state == csHead && len(c.in) > 0 {
+	for c.state == csHead && len(c.in) > 0 && !c.outBlocked {
 		c.takeRequest()
 		n, err := c.req.Parse(c.in)
 		if errors.Is(err, http1.ErrNeedMore) {
-			if c.requests > 0 || len(c.in) > 0 {
+			if !c.headTimer {
+				// client_header_timeout bounds the whole head from its first byte
+				// (a pipelined one's from the end of the request before it), as in
+				// nginx; it is not restarted by each read, so a head sent a byte at
+				// a time cannot hold the connection.
+				c.headTimer = true
 				c.conn.SetIdle(false)
 				c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
 			}
-			return
+			break
 		}
 		c.requests++
 		c.begin()
@@ -225,6 +254,31 @@ func (c *client) drive() {
 		}
 		c.headLen = n
 		c.handle()
+	}
+	c.gateRead()
+}
+
+// gateRead reads the client only while that cannot pile up, as nginx, which reads
+// nothing while a response is being sent: not while the output is above the high
+// watermark (between requests or waiting for a response), nor, while a request is
+// served, once the pipelined input after it reaches the size of the largest head
+// (large_client_header_buffers). Reading for a request body is the upstream's to
+// pace.
+func (c *client) gateRead() {
+	stop := false
+	switch c.state {
+	case csHead:
+		stop = c.outBlocked
+	case csWait:
+		stop = c.outBlocked || len(c.in)-c.headLen >= c.req.Limits.MaxHeadSize
+	default:
+		return
+	}
+	c.paused = stop
+	if stop {
+		c.conn.PauseRead()
+	} else {
+		c.conn.ResumeRead()
 	}
 }
 
@@ -242,7 +296,13 @@ func (c *client) begin() {
 		c.srv = a.Default
 	}
 	c.conn.SetIdle(false)
-	c.conn.SetTimeout(0)
+	c.conn.SetTimeout(0) // the head is in: client_header_timeout is over
+	c.headTimer = false
+	if c.paused {
+		// Pipelined input waited for this request; its body, if any, is read now.
+		c.paused = false
+		c.conn.ResumeRead()
+	}
 }
 
 // handle routes a parsed request and starts answering it, nginx's phases: server
@@ -254,7 +314,7 @@ func (c *client) handle() {
 		c.srvConf = serverConf(c.srv)
 		c.lcf = c.srvConf
 	}
-	c.keepAlive = r.KeepAlive() && c.srvConf.KeepaliveTimeout > 0 && c.requests < c.srvConf.KeepaliveRequests
+	c.keepAlive = r.KeepAlive() // and the location's keepalive_* (appendConnection)
 	if r.TargetForm() == http1.AsteriskForm || r.TargetForm() == http1.AuthorityForm {
 		// OPTIONS * and CONNECT are not for a reverse proxy.
 		c.keepAlive = false
@@ -312,6 +372,7 @@ func (c *client) serveLocation() {
 			c.respondStatus(400)
 			return
 		}
+		c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 		c.proxy()
 		return
 	}
@@ -449,30 +510,20 @@ func (c *client) finish() {
 		c.close()
 		return
 	}
-	// Keep only what came after this request.
-	rest := 0
-	if c.headLen <= len(c.in) {
-		rest = copy(c.in, c.in[c.headLen:])
-	}
-	c.in, c.headLen = c.in[:rest], 0
+	// Keep only what came after this request: the window moves past it.
+	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
 	c.req.Reset()
 	c.state = csHead
-	if rest == 0 {
+	c.headTimer = false
+	if len(c.in) == 0 {
 		// Idle: hold no buffer and no request state.
-		pool.Put(c.in[:cap(c.in)])
-		c.in = nil
+		c.releaseIn()
 		c.releaseBodyBuf()
 		c.giveRequest()
 		c.conn.SetIdle(true)
-		c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
+		c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
 	}
-	if c.paused {
-		c.paused = false
-		c.conn.ResumeRead()
-	}
-	if rest > 0 && !c.driving {
-		c.drive()
-	}
+	c.drive() // the next pipelined request unless the output is blocked, and reading
 }
 
 // close ends the connection after what is queued is sent.
@@ -488,11 +539,11 @@ func (c *client) close() {
 
 // release returns the connection's buffers to the pool.
 func (c *client) release() {
-	pool := c.conn.Loop().Pool()
-	if c.in != nil {
-		pool.Put(c.in[:cap(c.in)])
-		c.in = nil
+	if c.ex != nil {
+		c.ex.abort() // it lives in the request state given back below, and detaches
 	}
+	pool := c.conn.Loop().Pool()
+	c.releaseIn()
 	if c.request == nil {
 		return
 	}
@@ -504,52 +555,52 @@ func (c *client) release() {
 	c.giveRequest()
 }
 
+// onWriteBlocked: the client reads slower than it is answered. The upstream is
+// paused, and so is reading the client between requests (send_timeout, the
+// connection's write timeout, closes a client that does not read at all).
 func (c *client) onWriteBlocked() {
-	c.conn.SetTimeout(c.lcf.ClientSendTimeout)
+	c.outBlocked = true
 	if c.ex != nil {
 		c.ex.clientBlocked()
 	}
+	c.gateRead()
 }
 
 func (c *client) onWritable() {
-	// send_timeout no longer applies: back to the timer of the state.
-	switch c.state {
-	case csHead:
-		if len(c.in) == 0 && c.requests > 0 {
-			c.conn.SetTimeout(c.srvConf.KeepaliveTimeout)
-		} else {
-			c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
-		}
-	case csBody:
-		c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
-	case csWait, csTunnel:
-		c.conn.SetTimeout(0)
-	}
+	c.outBlocked = false
 	if c.ex != nil {
 		c.ex.clientWritable()
 	}
+	c.drive() // the pipelined requests that waited, then reading again
 }
 
 func (c *client) onTimeout() {
 	switch c.state {
 	case csHead:
-		if len(c.in) > 0 {
-			// nginx answers 408 to a head that does not arrive in time.
-			c.keepAlive = false
-			c.begin()
-			c.respondStatus(408)
+		if len(c.in) == 0 && c.requests > 0 && c.conn.Queued() > 0 {
+			// keepalive_timeout counts from the end of the last response, which is
+			// still being sent (the write timeout bounds that): wait on.
+			c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
 			return
 		}
-		c.close() // an idle keep-alive connection timed out
+		switch {
+		case len(c.in) > 0:
+			c.w.log.Info("client timed out while reading client request headers", "client", c.remote.String())
+		case c.requests == 0:
+			c.w.log.Info("client timed out while waiting for request", "client", c.remote.String())
+		}
+		// As nginx, a head that did not arrive in time gets no answer (its 408 is
+		// only logged there): the connection is closed, as an idle one is.
+		c.state = csClosed
+		c.release()
+		c.conn.Close()
 	case csBody:
 		c.abortExchange()
 		c.keepAlive = false
 		c.failRequest(408)
-	case csTunnel:
-		c.abortExchange()
-		c.close()
 	default:
-		// send_timeout: the client stopped reading.
+		// close()'s bound on the final flush (the write timeout usually comes
+		// first).
 		c.abortExchange()
 		c.state = csClosed
 		c.release()
@@ -561,6 +612,9 @@ func (c *client) onTimeout() {
 // onClose: the connection is gone; an exchange still running is abandoned (release
 // ends it before the request state goes back).
 func (c *client) onClose(err error) {
+	if errors.Is(err, eventloop.ErrWriteTimeout) {
+		c.w.log.Info("client timed out while sending response to client", "client", c.remote.String())
+	}
 	c.state = csClosed
 	c.release()
 }

@@ -88,7 +88,7 @@ func directives() []conf.Directive {
 			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
 		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
 			Syntax: "client_header_timeout time;", Default: "60s",
-			Doc: "Longest time to receive a whole request head; then 408 and close."},
+			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
 		{Name: "client_body_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientBodyTimeout }, bitClientBodyTimeout),
 			Syntax: "client_body_timeout time;", Default: "60s",
 			Doc: "Longest wait between two reads of the request body."},

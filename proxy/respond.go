@@ -229,6 +229,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 		c.bodySent = int64(len(body))
 	}
 	c.w.scratch = head[:0]
+	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 	c.conn.Write(head)
 	c.finish()
 }
@@ -244,14 +245,15 @@ func (c *client) bodyUnread() bool {
 func (c *client) isHEAD() bool { return string(c.req.Method()) == "HEAD" }
 
 // appendConnection adds the Connection header (and Keep-Alive: timeout=N when
-// keepalive_timeout has a second value).
+// keepalive_timeout has a second value). As in nginx, keepalive_timeout and
+// keepalive_requests are the location's.
 func (c *client) appendConnection(head []byte) []byte {
-	if !c.keepAlive || c.w.loop.Draining() {
+	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() {
 		c.keepAlive = false
 		return append(head, "Connection: close\r\n"...)
 	}
 	head = append(head, "Connection: keep-alive\r\n"...)
-	if kh := c.srvConf.KeepaliveHeader; kh > 0 {
+	if kh := c.lcf.KeepaliveHeader; kh > 0 {
 		head = append(head, "Keep-Alive: timeout="...)
 		head = strconv.AppendInt(head, int64(kh/time.Second), 10)
 		head = append(head, "\r\n"...)
