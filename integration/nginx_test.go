@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +97,22 @@ func startNginxMain(t *testing.T, mainExtra, httpBody string, listen ...string) 
 		})
 	}
 	return ng
+}
+
+// worker is the pid of the nginx master's single worker.
+func (ng *nginxInstance) worker(t *testing.T) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "nginx's worker", 5*time.Second, func() bool {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ng.cmd.Process.Pid, ng.cmd.Process.Pid))
+		f := strings.Fields(string(data))
+		if len(f) != 1 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[0])
+		return pid > 0
+	})
+	return pid
 }
 
 // errorLog returns nginx's error log so far.

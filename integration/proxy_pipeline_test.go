@@ -36,22 +36,6 @@ func rssKiB(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// nginxWorker is the pid of the (only) worker of an nginx master.
-func nginxWorker(t *testing.T, ng *nginxInstance) int {
-	t.Helper()
-	var pid int
-	waitFor(t, "nginx's worker", 5*time.Second, func() bool {
-		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ng.cmd.Process.Pid, ng.cmd.Process.Pid))
-		f := strings.Fields(string(data))
-		if len(f) == 0 {
-			return false
-		}
-		pid, _ = strconv.Atoi(f[0])
-		return pid > 0
-	})
-	return pid
-}
-
 // pipelineAttack is what a flood of pipelined requests from clients that never read
 // did to a server.
 type pipelineAttack struct {
@@ -207,7 +191,7 @@ func TestProxyPipelineFlood(t *testing.T) {
 	}
 	ngAddr := addrFor(t)
 	ng := startNginx(t, body(ngAddr), ngAddr)
-	ngRes := attackPipeline(t, ngAddr, nginxWorker(t, ng), clients, total, limitKiB, wait)
+	ngRes := attackPipeline(t, ngAddr, ng.worker(t), clients, total, limitKiB, wait)
 	t.Logf("nginx:     %v", ngRes)
 
 	addr := addrFor(t)

@@ -234,22 +234,6 @@ func freeFds(t *testing.T, pid, nofile int) int {
 	return free
 }
 
-// nginxWorker is the pid of the single worker of an nginx master.
-func nginxWorker(t *testing.T, ng *nginxInstance) int {
-	t.Helper()
-	var pid int
-	waitFor(t, "nginx's worker", 5*time.Second, func() bool {
-		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ng.cmd.Process.Pid, ng.cmd.Process.Pid))
-		f := strings.Fields(string(data))
-		if len(f) != 1 {
-			return false
-		}
-		pid, _ = strconv.Atoi(f[0])
-		return pid > 0
-	})
-	return pid
-}
-
 // upstreamConnectEMFILE leaves the server process pid one free descriptor below its
 // limit of nofile (idle client connections take the rest), sends a request whose
 // connection takes that last one so that the socket() for the upstream fails with
@@ -306,7 +290,7 @@ func TestProxyUpstreamEMFILE(t *testing.T) {
 		log        func() string
 	}{
 		{"numaproxy", addr, in.cmd.Process.Pid, func() string { return readFile(t, in.path("logs/error.log")) }},
-		{"nginx", ngAddr, nginxWorker(t, ng), ng.errorLog},
+		{"nginx", ngAddr, ng.worker(t), ng.errorLog},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			if got := statuses(t, target.addr, "/", 2); got[200] != 2 {
