@@ -1,6 +1,10 @@
 package integration
 
 import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -52,7 +56,7 @@ func testPoolMemoryGivenBack(t *testing.T, mainExtra string) {
 	addr := addrFor(t)
 	in := startMain(t, mainExtra, `
   server {
-    listen `+addr+`;
+    listen `+addr+` sndbuf=16k;
     location / { proxy_pass http://`+up.Addr+`; }
   }`, addr)
 	pid := in.cmd.Process.Pid
@@ -71,7 +75,7 @@ func testPoolMemoryGivenBack(t *testing.T, mainExtra string) {
 	var wg sync.WaitGroup
 	errs := make(chan error, readers)
 	for i := range conns {
-		c := dial(t, addr)
+		c := dialSmallWindow(t, addr)
 		conns[i] = c
 		wg.Add(1)
 		go func() {
@@ -132,6 +136,22 @@ func testPoolMemoryGivenBack(t *testing.T, mainExtra string) {
 }
 
 // vmRSS returns the resident set size of process pid, in bytes.
+// dialSmallWindow connects with a 4 KiB receive buffer, so that with the listener's
+// small send buffer the kernel holds little of a response and the proxy queues the
+// rest itself, whatever the kernel's buffer autotuning would otherwise absorb.
+func dialSmallWindow(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: ioTimeout, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<10) })
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	return c
+}
+
 func vmRSS(t *testing.T, pid int) int64 {
 	t.Helper()
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
