@@ -19,7 +19,7 @@ func processDirectives() []Directive {
 	return []Directive{
 		{Name: "user", Contexts: MainCtx, Args: Args1 | Args2, Set: setUser,
 			Syntax: "user user [group];",
-			Doc:    "Started as root, the process becomes this user and group (group: the one named as the user when omitted) once it serves, after binding, loading BPF, writing the pid file and giving the log files to the user; it keeps CAP_NET_BIND_SERVICE and CAP_BPF for reloads and binary upgrades. Without it the process stays who started it (nginx's default: nobody); not started as root, it is ignored with a warning."},
+			Doc:    "Started as root, the process becomes this user and group (group: the one named as the user when omitted) once it serves, after binding, loading BPF, writing the pid file and giving the log files to the user; it keeps CAP_NET_BIND_SERVICE and CAP_BPF for reloads and binary upgrades. Read at start only. Without it the process stays who started it (nginx's default: nobody); not started as root, it is ignored with a warning."},
 		{Name: "daemon", Contexts: MainCtx, Args: Flag, Set: setDaemon,
 			Syntax: "daemon on | off;", Default: "off",
 			Doc: "on: start in the background; the command returns 0 once the instance serves and its pid file is written, or 1 with the start-up error. nginx's default is on; numaproxy's is off (foreground, for systemd Type=notify and make run)."},

@@ -79,7 +79,9 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	if err != nil {
 		return fatal(err.Error())
 	}
+	restore := ownSockets(cfg.Main.User)
 	in.server, err = server.StartWith(cfg, snap, in.log, server.Options{Inherited: adoptable(snap, inherited)})
+	restore()
 	if err != nil {
 		return fatal(err.Error())
 	}
@@ -200,11 +202,10 @@ func (in *instance) reload() {
 	in.cfg = cfg
 	applyProcess(cfg, in.log)
 	in.redirectStd()
-	// A user directive a reload adds takes effect now, as for nginx's new workers.
+	// nginx's new workers would switch; here the listening sockets a reload keeps
+	// are root's, and the user could not add sockets to their reuseport groups.
 	if u := cfg.Main.User; u != nil && os.Geteuid() == 0 {
-		if err := switchUser(u, cfg, in.log); err != nil {
-			in.log.Log(nil, errorlog.LevelAlert, err.Error())
-		}
+		in.log.Warn(fmt.Sprintf(`the "user" directive takes effect at start: restart numaproxy to run as %q in %s`, u.Name, u.Pos))
 	}
 	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -145,4 +146,18 @@ func setCaps(keep [2]uint32) error {
 		return fmt.Errorf("capset() failed %s", errorlog.Errno(err))
 	}
 	return nil
+}
+
+// ownSockets makes the sockets the calling thread creates u's until the returned
+// function is called: a socket belongs to the file system uid that made it, and the
+// kernel lets a socket join a SO_REUSEPORT group only if it has the same owner as
+// those in it. After the switch the user adds sockets to the groups made at start
+// (a reload's new set of loops, a binary upgrade's extra loops), so these must be
+// the user's too. Files opened meanwhile are opened with the user's rights.
+func ownSockets(u *conf.User) (restore func()) {
+	if u == nil || u.UID == 0 || os.Geteuid() != 0 {
+		return func() {}
+	}
+	unix.Setfsuid(u.UID)
+	return func() { unix.Setfsuid(0) }
 }
