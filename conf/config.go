@@ -40,6 +40,17 @@ type Main struct {
 	WorkerRlimitCore      int64  // -1: leave the limit as it is
 	WorkingDirectory      string // absolute; "": stay where started
 	Env                   []EnvVar
+	User                  *User // nil: the process keeps the user that started it
+	Daemon                bool  // daemon on: start in the background
+}
+
+// User is the user directive, resolved when the configuration is read by root (or by
+// the user it names): the account the process switches to once it serves.
+type User struct {
+	Name, Group string
+	UID, GID    int
+	Groups      []int // supplementary groups, as initgroups(Name, GID) sets them
+	Pos         Pos
 }
 
 // EnvVar is one env directive: keep Name from the environment, or (Set) give it Value.

@@ -1,6 +1,11 @@
 package conf
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,6 +17,12 @@ import (
 // nothing here.
 func processDirectives() []Directive {
 	return []Directive{
+		{Name: "user", Contexts: MainCtx, Args: Args1 | Args2, Set: setUser,
+			Syntax: "user user [group];",
+			Doc:    "Started as root, the process becomes this user and group (group: the one named as the user when omitted) once it serves, after binding, loading BPF, writing the pid file and giving the log files to the user; it keeps CAP_NET_BIND_SERVICE and CAP_BPF for reloads and binary upgrades. Read at start only. Without it the process stays who started it (nginx's default: nobody); not started as root, it is ignored with a warning."},
+		{Name: "daemon", Contexts: MainCtx, Args: Flag, Set: setDaemon,
+			Syntax: "daemon on | off;", Default: "off",
+			Doc: "on: start in the background; the command returns 0 once the instance serves and its pid file is written, or 1 with the start-up error. nginx's default is on; numaproxy's is off (foreground, for systemd Type=notify and make run)."},
 		{Name: "worker_priority", Contexts: MainCtx, Args: Args1, Set: setWorkerPriority,
 			Syntax: "worker_priority number;", Default: "0",
 			Doc: "Nice value (-20 to 20) of every thread of the process, the loops' included; applied at start and on reload."},
@@ -46,6 +57,83 @@ func processDirectives() []Directive {
 			Syntax: "multi_accept on | off;", Default: "off",
 			Doc: "A loop accepts from its own listener until the queue is empty (or its worker_connections are reached) on each wake-up; with one listener per loop there is no other worker to leave connections to."},
 	}
+}
+
+func setUser(c *Cursor, s *Stmt) error {
+	name, group := s.Args[0].Value, s.Args[0].Value
+	if len(s.Args) == 2 {
+		group = s.Args[1].Value
+	}
+	u, err := lookupUser(name, group)
+	if os.Geteuid() == 0 {
+		if err != nil {
+			return s.Errorf("%s", err)
+		}
+		u.Pos = s.Pos
+		c.Config.Main.User = u
+		return nil
+	}
+	// Already that user: a reload after the switch, a binary upgrade's new process,
+	// or a service manager that started the process as the user.
+	if err == nil && u.UID == os.Geteuid() && u.GID == os.Getegid() {
+		u.Pos = s.Pos
+		c.Config.Main.User = u
+		return nil
+	}
+	c.Warn(s.Pos, `the "user" directive makes sense only if numaproxy runs with super-user privileges, ignored`)
+	return nil
+}
+
+// lookupUser resolves a user directive with nginx's messages. The supplementary
+// groups are initgroups(name, group)'s: the group itself and those that list the
+// user as a member; the user's primary group only when it is that group.
+func lookupUser(name, group string) (*User, error) {
+	pw, err := user.Lookup(name)
+	if err != nil {
+		return nil, lookupError("getpwnam", name, err)
+	}
+	gr, err := user.LookupGroup(group)
+	if err != nil {
+		return nil, lookupError("getgrnam", group, err)
+	}
+	u := &User{Name: name, Group: group}
+	if u.UID, err = strconv.Atoi(pw.Uid); err != nil {
+		return nil, fmt.Errorf("getpwnam(%q): uid %q is not a number", name, pw.Uid)
+	}
+	if u.GID, err = strconv.Atoi(gr.Gid); err != nil {
+		return nil, fmt.Errorf("getgrnam(%q): gid %q is not a number", group, gr.Gid)
+	}
+	u.Groups = []int{u.GID}
+	ids, err := pw.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("initgroups(%q, %d) failed (%v)", name, u.GID, err)
+	}
+	for _, id := range ids {
+		n, err := strconv.Atoi(id)
+		if err != nil || (id == pw.Gid && pw.Gid != gr.Gid) || slices.Contains(u.Groups, n) {
+			continue
+		}
+		u.Groups = append(u.Groups, n)
+	}
+	return u, nil
+}
+
+func lookupError(fn, name string, err error) error {
+	var uu user.UnknownUserError
+	var ug user.UnknownGroupError
+	if errors.As(err, &uu) || errors.As(err, &ug) {
+		return fmt.Errorf("%s(%q) failed", fn, name)
+	}
+	return fmt.Errorf("%s(%q) failed (%v)", fn, name, err)
+}
+
+func setDaemon(c *Cursor, s *Stmt) error {
+	on, err := ParseFlag(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], `it must be "on" or "off"`)
+	}
+	c.Config.Main.Daemon = on
+	return nil
 }
 
 func setWorkerPriority(c *Cursor, s *Stmt) error {

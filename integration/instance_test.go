@@ -31,15 +31,18 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// start runs numaproxy in the foreground on dir/conf/numaproxy.conf and waits until
-// it has written its pid file.
-func start(t *testing.T, dir string) *instance {
+// start runs numaproxy in the foreground on dir/conf/numaproxy.conf, with env added
+// to the test's environment, and waits until it has written its pid file.
+func start(t *testing.T, dir string, env ...string) *instance {
 	t.Helper()
 	in := &instance{t: t, dir: dir, exited: make(chan error, 1)}
 	// Registered first so it runs last, after the process is gone and its logs are
 	// final: a panic recovered on a loop is a defect even when the client saw nothing.
 	t.Cleanup(in.checkNoPanic)
 	in.cmd = exec.Command(binary, "-p", dir)
+	if len(env) > 0 {
+		in.cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := os.Create(filepath.Join(dir, "stderr.txt"))
 	if err != nil {
 		t.Fatal(err)

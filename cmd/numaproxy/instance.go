@@ -27,17 +27,29 @@ type instance struct {
 	// pidFile is the pid file written at start ("" for pid off).
 	pidFile string
 	up      upgrade
+	notify  *notifier    // systemd's NOTIFY_SOCKET, nil without
+	daemon  *daemonChild // daemon on: this is the background process, nil in the foreground
 }
 
 // runInstance runs in the foreground until a stop signal; it returns the exit status.
-func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *options, stderr io.Writer) int {
+func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *options, stderr io.Writer, daemon *daemonChild) int {
 	elog, err := openErrorLog(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "numaproxy: [emerg] %s\n", err)
 		return 1
 	}
-	in := &instance{cfg: cfg, load: load, elog: elog, log: elog.Logger()}
+	in := &instance{cfg: cfg, load: load, elog: elog, log: elog.Logger(), daemon: daemon}
 	defer elog.Close()
+	// A start-up error ends the process; the daemon also prints it on the terminal of
+	// the command that started it, which waits for it.
+	fatal := func(msg string) int {
+		in.log.Log(nil, errorlog.LevelEmerg, msg)
+		if daemon != nil && !logsToStderr(cfg) {
+			fmt.Fprintf(stderr, "numaproxy: [emerg] %s\n", msg)
+		}
+		return 1
+	}
+	in.notify = newNotifier(in.log)
 
 	// Signals are ours from now on: one arriving during start-up must not kill the
 	// process with its default action.
@@ -56,8 +68,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	// A binary upgrade hands over the old binary's listening sockets.
 	inherited, err := inheritListeners()
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		return 1
+		return fatal(err.Error())
 	}
 	if inherited != nil {
 		in.up.parent = os.Getppid()
@@ -66,25 +77,35 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 
 	snap, err := proxy.NewSnapshot(cfg)
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		return 1
+		return fatal(err.Error())
 	}
+	restore := ownSockets(cfg.Main.User)
 	in.server, err = server.StartWith(cfg, snap, in.log, server.Options{Inherited: adoptable(snap, inherited)})
+	restore()
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		return 1
+		return fatal(err.Error())
 	}
 	// Written once serving: its presence tells -s and scripts the instance is up.
 	if err := writePidFile(cfg.Main.PidFile); err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.server.Stop()
-		return 1
+		return fatal(err.Error())
 	}
 	in.pidFile = cfg.Main.PidFile
 	defer removePidFile(cfg.Main.PidFile)
 	defer removePidFile(oldbinFile(cfg.Main.PidFile))
+	// Everything that needs root is done: listeners, BPF, pid file, log files.
+	if u := cfg.Main.User; u != nil && os.Geteuid() == 0 {
+		if err := switchUser(u, cfg, in.log); err != nil {
+			in.server.Stop()
+			return fatal(err.Error())
+		}
+	}
 
 	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
+	in.notify.ready()
+	if err := daemon.ready(cfg); err != nil {
+		in.log.Log(nil, errorlog.LevelAlert, "daemon: "+err.Error())
+	}
 
 	for {
 		var sig os.Signal
@@ -98,12 +119,14 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		what := fmt.Sprintf("signal %d (%s) received", int(s), signalName(s))
 		switch s {
 		case syscall.SIGHUP:
+			in.notify.reloading()
 			if in.up.noaccept {
 				in.log.Log(nil, errorlog.LevelNotice, what+", ignored: this process no longer accepts connections (SIGWINCH); SIGQUIT to the new binary process rolls back")
-				continue
+			} else {
+				in.log.Log(nil, errorlog.LevelNotice, what+", reconfiguring")
+				in.reload()
 			}
-			in.log.Log(nil, errorlog.LevelNotice, what+", reconfiguring")
-			in.reload()
+			in.notify.ready()
 		case syscall.SIGUSR1:
 			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
 			if !in.up.noaccept {
@@ -114,8 +137,10 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			} else {
 				in.log.Log(nil, errorlog.LevelNotice, "logs reopened")
 			}
+			in.redirectStd()
 		case syscall.SIGQUIT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", shutting down gracefully")
+			in.stopping()
 			if !in.up.noaccept {
 				in.releaseShared()
 				in.server.Drain(in.cfg.Main.WorkerShutdownTimeout)
@@ -125,6 +150,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
 			in.log.Log(nil, errorlog.LevelNotice, what+", exiting")
+			in.stopping()
 			if !in.up.noaccept {
 				in.releaseShared()
 				in.server.Stop()
@@ -175,7 +201,47 @@ func (in *instance) reload() {
 	}
 	in.cfg = cfg
 	applyProcess(cfg, in.log)
+	in.redirectStd()
+	// nginx's new workers would switch; here the listening sockets a reload keeps
+	// are root's, and the user could not add sockets to their reuseport groups.
+	if u := cfg.Main.User; u != nil && os.Geteuid() == 0 {
+		in.log.Warn(fmt.Sprintf(`the "user" directive takes effect at start: restart numaproxy to run as %q in %s`, u.Name, u.Pos))
+	}
 	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
+}
+
+// stopping tells systemd the service stops, unless this process is not the
+// service's main one: a new binary that started from it and took over (the old
+// one leaves, the service stays), or a new binary whose old one still runs (a
+// rollback: the old one becomes the main process again).
+func (in *instance) stopping() {
+	switch {
+	case in.up.child != 0:
+	case in.up.oldParent():
+		in.notify.mainPID(in.up.parent)
+	default:
+		in.notify.stopping()
+	}
+}
+
+// redirectStd keeps a daemon's stderr on its error log after a rotation or reload.
+func (in *instance) redirectStd() {
+	if in.daemon == nil {
+		return
+	}
+	if err := redirectStd(in.cfg); err != nil {
+		in.log.Log(nil, errorlog.LevelAlert, "daemon: "+err.Error())
+	}
+}
+
+// logsToStderr reports whether an error_log of cfg is stderr.
+func logsToStderr(cfg *conf.Config) bool {
+	for _, l := range cfg.Main.ErrorLogs {
+		if l.Path == "stderr" {
+			return true
+		}
+	}
+	return false
 }
 
 func openErrorLog(cfg *conf.Config) (*errorlog.Log, error) {

@@ -45,8 +45,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		say("[emerg] %s", err)
 		return 1
 	}
-	for _, w := range cfg.Warnings {
-		say("[warn] %s", w)
+	// The daemon process daemonize starts: the command that started it has printed
+	// the warnings.
+	child := takeDaemon()
+	if child == nil {
+		for _, w := range cfg.Warnings {
+			say("[warn] %s", w)
+		}
 	}
 	if opts.signal != "" {
 		if err := sendSignal(cfg.Main.PidFile, opts.signal); err != nil {
@@ -55,7 +60,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	return runInstance(cfg, load, opts, stderr)
+	// A binary upgrade's new process stays where the old one started it, as nginx's.
+	if _, upgrade := os.LookupEnv(listenersEnv); cfg.Main.Daemon && child == nil && !upgrade {
+		return daemonize(stderr)
+	}
+	return runInstance(cfg, load, opts, stderr, child)
 }
 
 // testConfig is -t and -T: nginx's messages, and with -T every file read.

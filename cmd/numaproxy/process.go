@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,14 +21,26 @@ import (
 var startEnv = os.Environ()
 
 // keptEnv reports whether a variable survives without an env directive: TZ (nginx's
-// default), numaproxy's own hand-over variables, and the Go runtime's settings, which
-// a new binary started by USR2 must run with too.
+// default), numaproxy's own hand-over variables, the Go runtime's settings, which a
+// new binary started by USR2 must run with too, and systemd's NOTIFY_SOCKET, through
+// which that new binary tells systemd it is the main process now.
 func keptEnv(name string) bool {
 	switch name {
-	case "TZ", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK":
+	case "TZ", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "NOTIFY_SOCKET":
 		return true
 	}
 	return strings.HasPrefix(name, "NUMAPROXY_")
+}
+
+// takeEnv reads and removes a hand-over variable meant for this process alone (the
+// listening sockets of a binary upgrade, the daemon's readiness pipe), from the
+// environment and from startEnv, so that no reload puts it back and no later binary
+// upgrade passes it on.
+func takeEnv(name string) (string, bool) {
+	v, ok := os.LookupEnv(name)
+	os.Unsetenv(name)
+	startEnv = slices.DeleteFunc(startEnv, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+	return v, ok
 }
 
 // filterEnv is the environment env directives make of start.

@@ -114,11 +114,10 @@ func parseListeners(s string) (map[netip.AddrPort][]int, error) {
 // started by a binary upgrade. The sockets are made close-on-exec at once, so that
 // a later upgrade does not leak them into its child.
 func inheritListeners() (map[netip.AddrPort][]int, error) {
-	s, ok := os.LookupEnv(listenersEnv)
+	s, ok := takeEnv(listenersEnv)
 	if !ok {
 		return nil, nil
 	}
-	os.Unsetenv(listenersEnv)
 	fds, err := parseListeners(s)
 	if err != nil {
 		return nil, err
@@ -279,6 +278,8 @@ func (in *instance) carryOn(pid int) {
 			}
 		}
 	}
+	// The new binary may have become systemd's main process.
+	in.notify.ready()
 	if !in.up.noaccept {
 		in.server.RestoreSteering()
 		in.log.Log(nil, errorlog.LevelNotice, "binary upgrade undone: this process carries on")
