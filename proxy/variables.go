@@ -72,18 +72,6 @@ var variablePrefixes = []struct {
 	id     VarID
 }{{"http_", VarHTTP}, {"arg_", VarArg}, {"cookie_", VarCookie}}
 
-// VariableNames lists every variable name, prefixed ones as "http_NAME" etc.
-func VariableNames() []string {
-	var names []string
-	for n := range variableNames {
-		names = append(names, n)
-	}
-	for _, p := range variablePrefixes {
-		names = append(names, p.prefix+"NAME")
-	}
-	return names
-}
-
 // part is a piece of a template: literal text, or a variable with its parameter
 // (the NAME of $http_NAME).
 type part struct {

@@ -35,8 +35,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
-
-	"github.com/numaproxy/numaproxy/numa"
 )
 
 // Limits compiled into the BPF program (steering.c).
@@ -80,23 +78,6 @@ type Config struct {
 	// DomainNode must be nil or the identity, and every node below Domains
 	// must be online (its conntrack maps are created on it).
 	UseNumaNodeID bool
-}
-
-// ConfigFromTopology returns a Config with one domain per node of t, in
-// ascending node order, each CPU in its node's domain.
-func ConfigFromTopology(t *numa.Topology, maxPerDomain int) Config {
-	cfg := Config{
-		Domains:      len(t.Nodes),
-		MaxPerDomain: maxPerDomain,
-		CPUDomain:    map[int]int{},
-	}
-	for d, n := range t.Nodes {
-		cfg.DomainNode = append(cfg.DomainNode, n.ID)
-		for _, c := range n.CPUs.CPUs() {
-			cfg.CPUDomain[c] = d
-		}
-	}
-	return cfg
 }
 
 func (c *Config) normalize() error {

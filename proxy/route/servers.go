@@ -3,7 +3,6 @@ package route
 import (
 	"net/netip"
 	"sort"
-	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
 )
@@ -186,14 +185,3 @@ func appendLower(dst, s []byte) []byte {
 
 // Locations returns the location index of a server of this table.
 func (t *Table) Locations(srv *conf.Server) *Locations { return t.locations[srv] }
-
-// ServerNameOf is nginx's $server_name: the server's first name ("" when it has none).
-func ServerNameOf(srv *conf.Server) string {
-	for _, n := range srv.Names {
-		if n.Kind == conf.NameExact {
-			return n.Name
-		}
-		return strings.TrimPrefix(n.Name, "~")
-	}
-	return ""
-}
