@@ -14,7 +14,6 @@ type Group struct {
 }
 
 // NewGroup makes one loop per CPU in cpus, each with cfg and its own CPU.
-// Size GOMAXPROCS with numa.GOMAXPROCS(len(cpus)).
 func NewGroup(cpus []int, cfg Config) (*Group, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("eventloop: no cpu for the loops")

@@ -10,8 +10,18 @@ import (
 func TestHoldPLeavesAP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	_, addr := startLoop(t, Config{CPU: -1, Handler: echoHandler(), HoldP: true})
-	if got := runtime.GOMAXPROCS(0); got < 2 {
-		t.Fatalf("GOMAXPROCS %d with one HoldP loop running, want at least 2", got)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("GOMAXPROCS %d with one HoldP loop running, want 2", got)
+	}
+	// A second loop beside it (a rollover) gets its P too, and gives it back.
+	second, _ := startLoop(t, Config{CPU: -1, Handler: echoHandler(), HoldP: true})
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("GOMAXPROCS %d with two HoldP loops running, want 3", got)
+	}
+	second.Stop()
+	<-second.Done()
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("GOMAXPROCS %d once the second loop stopped, want 2", got)
 	}
 	c := dial(t, addr)
 	defer c.Close()

@@ -140,7 +140,7 @@ func (l *Loop) run(ready chan<- error) {
 	}
 	if l.cfg.HoldP {
 		holdP()
-		defer holdingLoops.Add(-1)
+		defer releaseP()
 	}
 	ready <- nil
 	for !l.exit {

@@ -27,13 +27,19 @@ import (
 // system call and, after every batch, calls runtime.Gosched.
 
 // holdingLoops counts the running HoldP loops of the process: each keeps a P, so
-// GOMAXPROCS is raised to leave at least one P for everything else.
+// GOMAXPROCS is the number of them plus one, the one P the garbage collector's
+// workers, runtime timers, signal delivery and ordinary goroutines (reload, logs)
+// share. This is the one place GOMAXPROCS is set: while a rollover runs old and new
+// loops side by side, it counts both.
 var holdingLoops atomic.Int32
 
 // holdP registers a running HoldP loop and makes room for it.
-func holdP() {
-	n := int(holdingLoops.Add(1))
-	if runtime.GOMAXPROCS(0) <= n {
+func holdP() { runtime.GOMAXPROCS(int(holdingLoops.Add(1)) + 1) }
+
+// releaseP unregisters a HoldP loop that stopped; the last one leaves GOMAXPROCS
+// as it is.
+func releaseP() {
+	if n := int(holdingLoops.Add(-1)); n > 0 {
 		runtime.GOMAXPROCS(n + 1)
 	}
 }

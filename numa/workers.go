@@ -110,13 +110,3 @@ func FirstCPUs(sets []CPUSet) []int {
 	return out
 }
 
-// GOMAXPROCS returns the GOMAXPROCS value to run `loops` event loops with:
-// loops + 1. Each loop holds a P while it runs handlers on its locked thread;
-// the extra P keeps the garbage collector's workers, runtime timers, signal
-// delivery and any ordinary goroutine (config reload, admin listener) running
-// without stealing a loop's P. The server's loops keep their P even while they
-// wait for events (eventloop.Config.HoldP), so the extra P is the only one the
-// rest of the program has.
-func GOMAXPROCS(loops int) int {
-	return max(loops, 0) + 1
-}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -78,7 +77,6 @@ func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Op
 	if err != nil {
 		return nil, err
 	}
-	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
 	ls, err := newLoopSet(cfg, snap, plan, cpus, nil, opts.Inherited, log)
 	if err != nil {
 		return nil, err
@@ -173,7 +171,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 		dom = 0
 	}
 	w := proxy.NewWorker(snap, s.log, dom)
-	// HoldP: GOMAXPROCS is the number of loops plus one (numa.GOMAXPROCS).
+	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
 	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	local, err := s.pools[dom].NewLocal()
 	if err != nil {
@@ -411,7 +409,6 @@ func (s *Server) rollover(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.
 	for _, w := range old.workers {
 		w.Reload(snap) // what the old loops still accept is served with the new configuration
 	}
-	runtime.GOMAXPROCS(numa.GOMAXPROCS(len(cpus)))
 	s.loopSet = ns
 	s.mu.Lock()
 	s.old[old] = true

@@ -101,7 +101,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		}
 	}
 
-	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
+	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+proxy.Version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
 	in.notify.ready()
 	if err := daemon.ready(cfg); err != nil {
 		in.log.Log(nil, errorlog.LevelAlert, "daemon: "+err.Error())

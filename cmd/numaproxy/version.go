@@ -8,16 +8,15 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/proxy"
 )
 
-// version and revision are set at build time by the Makefile (-ldflags -X).
-var (
-	version  = "0.1.0"
-	revision = ""
-)
+// revision is set at build time by the Makefile (-ldflags -X); the version is
+// proxy.Version, the one the Server header shows.
+var revision = ""
 
 func printVersion(w io.Writer, reg *conf.Registry, buildInfo bool) {
-	fmt.Fprintf(w, "numaproxy version: numaproxy/%s\n", version)
+	fmt.Fprintf(w, "numaproxy version: numaproxy/%s\n", proxy.Version)
 	if !buildInfo {
 		return
 	}
