@@ -109,4 +109,3 @@ func FirstCPUs(sets []CPUSet) []int {
 	}
 	return out
 }
-
