@@ -31,7 +31,6 @@ type SourceFile struct {
 // Main holds the main context's core directives.
 type Main struct {
 	WorkerProcesses       int // 0 means auto: one per CPU the process may use
-	WorkerCPUAffinity     CPUAffinity
 	WorkerRlimitNofile    int // 0: leave the limit as it is
 	WorkerShutdownTimeout time.Duration
 	PidFile               string // absolute; "" when pid is off
@@ -57,13 +56,6 @@ type User struct {
 type EnvVar struct {
 	Name, Value string
 	Set         bool
-}
-
-// CPUAffinity is worker_cpu_affinity as written ("auto", "auto MASK" or one binary
-// mask per worker), checked at load; numa.ParseCPUAffinity turns it into CPU sets
-// once the process knows which CPUs it may use.
-type CPUAffinity struct {
-	Args []string // nil when the directive is absent
 }
 
 // ErrorLog is one error_log destination.

@@ -2,10 +2,7 @@ package conf
 
 import (
 	"path/filepath"
-	"strconv"
 	"strings"
-
-	"github.com/numaproxy/numaproxy/numa"
 )
 
 // CoreModule declares the skeleton every configuration shares: the process-wide
@@ -24,9 +21,6 @@ func mainDirectives() []Directive {
 		{Name: "worker_processes", Contexts: MainCtx, Args: Args1, Set: setWorkerProcesses,
 			Syntax: "worker_processes number | auto;", Default: "1",
 			Doc: "Number of event loops. auto: one per CPU the process may run on (affinity mask and cgroup cpuset)."},
-		{Name: "worker_cpu_affinity", Contexts: MainCtx, Args: Args1More, Set: setWorkerCPUAffinity,
-			Syntax: "worker_cpu_affinity cpumask ... | auto [cpumask];",
-			Doc:    "Binds loops to CPUs: one binary mask per loop (rightmost digit is CPU 0), or auto (one CPU each, optionally within a mask)."},
 		{Name: "worker_rlimit_nofile", Contexts: MainCtx, Args: Args1, Set: setNumber(func(c *Cursor) *int { return &c.Config.Main.WorkerRlimitNofile }),
 			Syntax: "worker_rlimit_nofile number;",
 			Doc:    "Sets RLIMIT_NOFILE for the process at start."},
@@ -140,33 +134,6 @@ func setUse(c *Cursor, s *Stmt) error {
 	if s.Args[0].Value != "epoll" {
 		return s.InvalidValue(s.Args[0], `only "epoll" is supported`)
 	}
-	return nil
-}
-
-func setWorkerCPUAffinity(c *Cursor, s *Stmt) error {
-	var args []string
-	for _, a := range s.Args {
-		args = append(args, a.Value)
-	}
-	if args[0] == "auto" && len(args) > 2 {
-		return s.Errorf("invalid number of arguments in %q directive", s.Name)
-	}
-	// Check the masks now against every possible CPU; which CPUs are allowed is known
-	// only when the loops start.
-	var all numa.CPUSet
-	for cpu := 0; cpu < numa.MaxCPUs; cpu++ {
-		all.Set(cpu)
-	}
-	if _, err := numa.ParseCPUAffinity(args, 1, all); err != nil {
-		bad := s.Args[len(s.Args)-1]
-		for _, a := range s.Args {
-			if strings.Contains(err.Error(), strconv.Quote(a.Value)) {
-				bad = a
-			}
-		}
-		return s.InvalidValue(bad, strings.TrimPrefix(err.Error(), "worker_cpu_affinity: "))
-	}
-	c.Config.Main.WorkerCPUAffinity = CPUAffinity{Args: args}
 	return nil
 }
 

@@ -83,8 +83,6 @@ func TestLoadErrors(t *testing.T) {
 			"", `invalid value "1k" in "worker_connections" directive in main.conf:1`},
 		{"invalid level", map[string]string{"main.conf": "error_log stderr loud;\n"},
 			"", `invalid value "loud" in "error_log" directive, it must be one of`},
-		{"invalid mask", map[string]string{"main.conf": "worker_cpu_affinity 0102;\n"},
-			"", `invalid value "0102" in "worker_cpu_affinity" directive`},
 		{"use other than epoll", map[string]string{"main.conf": "events { use kqueue; }\n"},
 			"", `invalid value "kqueue" in "use" directive`},
 		{"missing include", map[string]string{"main.conf": "\ninclude nothere.conf;\n"},
@@ -139,7 +137,6 @@ func TestLoadErrors(t *testing.T) {
 func TestLoadMain(t *testing.T) {
 	cfg := mustLoad(t, map[string]string{"main.conf": `
 worker_processes auto;
-worker_cpu_affinity 0001 0010 0100 1000;
 worker_rlimit_nofile 8192;
 worker_shutdown_timeout 1m30s;
 pid /run/numaproxy.pid;
@@ -157,9 +154,6 @@ events { worker_connections 1024; use epoll; }
 	if len(m.ErrorLogs) != 2 || m.ErrorLogs[0].Path != filepath.Join(cfg.Prefix, "logs/error.log") ||
 		m.ErrorLogs[0].Level != "warn" || m.ErrorLogs[1].Path != "stderr" || m.ErrorLogs[1].Level != "error" {
 		t.Fatalf("error logs = %+v", m.ErrorLogs)
-	}
-	if got := strings.Join(m.WorkerCPUAffinity.Args, " "); got != "0001 0010 0100 1000" {
-		t.Fatalf("affinity = %v", got)
 	}
 	if cfg.Events.WorkerConnections != 1024 {
 		t.Fatalf("worker_connections = %d", cfg.Events.WorkerConnections)
@@ -180,18 +174,6 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
-func TestAutoAffinityMask(t *testing.T) {
-	cfg := mustLoad(t, map[string]string{"main.conf": "worker_cpu_affinity auto 1010;\n"})
-	if a := cfg.Main.WorkerCPUAffinity.Args; strings.Join(a, " ") != "auto 1010" {
-		t.Fatalf("affinity = %+v", a)
-	}
-	for _, bad := range []string{"auto 1010 1", "0000", "auto 0120"} {
-		_, err := load(t, writeFiles(t, map[string]string{"main.conf": "worker_cpu_affinity " + bad + ";\n"}), "")
-		if err == nil {
-			t.Errorf("worker_cpu_affinity %s accepted", bad)
-		}
-	}
-}
 
 func TestListenForms(t *testing.T) {
 	tests := map[string]string{

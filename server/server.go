@@ -99,7 +99,7 @@ func layout(cfg *conf.Config, opts Options) (*domains.Plan, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cpus, err := loopCPUs(cfg.Main, plan)
+	cpus, err := loopCPUs(cfg.Main, domains.ConfigOf(cfg).CPUAffinity, plan)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -193,14 +193,14 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 
 // loopCPUs is where the loops go: worker_cpu_affinity's CPUs, else one loop per CPU
 // of the plan (worker_processes auto) or N loops spread over the domains in turn.
-func loopCPUs(m conf.Main, plan *domains.Plan) ([]int, error) {
+func loopCPUs(m conf.Main, affinity []string, plan *domains.Plan) ([]int, error) {
 	allowed := plan.CPUs()
 	n := m.WorkerProcesses
 	if n == 0 {
 		n = allowed.Count()
 	}
-	if m.WorkerCPUAffinity.Args != nil {
-		sets, err := numa.ParseCPUAffinity(m.WorkerCPUAffinity.Args, n, allowed)
+	if affinity != nil {
+		sets, err := numa.ParseCPUAffinity(affinity, n, allowed)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ package domains
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -22,6 +23,9 @@ var Module = &conf.Module{
 		{Name: "numa_domains", Contexts: conf.MainCtx, Args: conf.Args1More, Set: setDomains,
 			Syntax: "numa_domains auto | cpulist ...;", Default: "auto",
 			Doc: "The domains: auto takes the NUMA nodes from sysfs; otherwise one CPU list per domain (\"0-7,16-23 8-15,24-31\"), which also splits a one-node machine."},
+		{Name: "worker_cpu_affinity", Contexts: conf.MainCtx, Args: conf.Args1More, Set: setCPUAffinity,
+			Syntax: "worker_cpu_affinity cpumask ... | auto [cpumask];",
+			Doc:    "Binds loops to CPUs: one binary mask per loop (rightmost digit is CPU 0), or auto (one CPU each, optionally within a mask)."},
 	},
 	NewMain: func() any { return &Config{Mode: "auto"} },
 }
@@ -30,6 +34,10 @@ var Module = &conf.Module{
 type Config struct {
 	Mode    string        // auto, on, off
 	Domains []numa.CPUSet // explicit numa_domains; nil for auto
+	// CPUAffinity is worker_cpu_affinity as written ("auto", "auto MASK" or one
+	// binary mask per loop), checked at load; numa.ParseCPUAffinity turns it into CPU
+	// sets once the process knows which CPUs it may use. nil: not set.
+	CPUAffinity []string
 }
 
 // ConfigOf returns cfg's NUMA settings.
@@ -65,6 +73,33 @@ func setDomains(c *conf.Cursor, s *conf.Stmt) error {
 	if len(cfg.Domains) > MaxDomains {
 		return s.Errorf("at most %d domains", MaxDomains)
 	}
+	return nil
+}
+
+func setCPUAffinity(c *conf.Cursor, s *conf.Stmt) error {
+	var args []string
+	for _, a := range s.Args {
+		args = append(args, a.Value)
+	}
+	if args[0] == "auto" && len(args) > 2 {
+		return s.Errorf("invalid number of arguments in %q directive", s.Name)
+	}
+	// Check the masks now against every possible CPU; which CPUs are allowed is known
+	// only when the loops start.
+	var all numa.CPUSet
+	for cpu := 0; cpu < numa.MaxCPUs; cpu++ {
+		all.Set(cpu)
+	}
+	if _, err := numa.ParseCPUAffinity(args, 1, all); err != nil {
+		bad := s.Args[len(s.Args)-1]
+		for _, a := range s.Args {
+			if strings.Contains(err.Error(), strconv.Quote(a.Value)) {
+				bad = a
+			}
+		}
+		return s.InvalidValue(bad, strings.TrimPrefix(err.Error(), "worker_cpu_affinity: "))
+	}
+	c.MainConf().(*Config).CPUAffinity = args
 	return nil
 }
 

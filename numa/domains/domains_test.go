@@ -102,3 +102,22 @@ func TestDomainOf(t *testing.T) {
 		t.Fatalf("DomainOf/CPUs wrong: %s", p)
 	}
 }
+
+func TestCPUAffinity(t *testing.T) {
+	cfg, err := load(t, "worker_cpu_affinity 0001 0010 0100 1000;\n")
+	if err != nil || strings.Join(cfg.CPUAffinity, " ") != "0001 0010 0100 1000" {
+		t.Fatalf("affinity = %v, %v", cfg, err)
+	}
+	cfg, err = load(t, "worker_cpu_affinity auto 1010;\n")
+	if err != nil || strings.Join(cfg.CPUAffinity, " ") != "auto 1010" {
+		t.Fatalf("affinity = %v, %v", cfg, err)
+	}
+	if _, err := load(t, "worker_cpu_affinity 0102;\n"); err == nil || !strings.Contains(err.Error(), `invalid value "0102" in "worker_cpu_affinity" directive`) {
+		t.Errorf("0102: %v", err)
+	}
+	for _, bad := range []string{"auto 1010 1", "0000", "auto 0120"} {
+		if _, err := load(t, "worker_cpu_affinity "+bad+";\n"); err == nil {
+			t.Errorf("worker_cpu_affinity %s accepted", bad)
+		}
+	}
+}
