@@ -128,6 +128,48 @@ func TestWriteFileOrder(t *testing.T) {
 			}
 		})
 	}
+	t.Run("bytes behind a segment partly read", func(t *testing.T) {
+		// Without sendfile and with a bound smaller than a pool buffer, a segment
+		// waits with part of a buffer read: bytes written meanwhile go after the
+		// segment, not into that buffer.
+		path, data := patternFile(t, 1<<20, 4)
+		const marks = 200
+		h := &funcHandler{data: func(c Conn, b []byte) {
+			if string(b[:min(2, len(b))]) == "go" {
+				_ = unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<10)
+				c.SetSendfile(false, 12000) // 16 KiB buffers: writev is often partial
+				if err := writeFile(t, c, path, 0, int64(len(data))); err != nil {
+					t.Error(err)
+				}
+				b = b[2:]
+			}
+			_, _ = c.Write(b)
+		}}
+		_, addr := startLoop(t, Config{Handler: h})
+		r := dialRcvbuf(t, addr, 16<<10)
+		if _, err := r.Write([]byte("go")); err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]byte(nil), data...), bytes.Repeat([]byte("m"), marks)...)
+		got := make([]byte, 0, len(want))
+		buf := make([]byte, 4<<10)
+		_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
+		for i := 0; len(got) < len(want); i++ {
+			if i < marks {
+				if _, err := r.Write([]byte("m")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := r.Read(buf[:min(len(buf), len(want)-len(got))])
+			if err != nil {
+				t.Fatalf("after %d bytes: %v", len(got), err)
+			}
+			got = append(got, buf[:n]...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("first difference at %d of %d", firstDiff(got, want), len(want))
+		}
+	})
 	t.Run("whole at once", func(t *testing.T) {
 		path, data := patternFile(t, 4<<10, 3)
 		queued := make(chan int, 1)
@@ -314,14 +356,18 @@ func TestWriteFileSlowReader(t *testing.T) {
 // TestWriteFileMaxChunk: at most sendfile_max_chunk file bytes go out in one
 // round, even to a socket that takes more (a large send buffer).
 func TestWriteFileMaxChunk(t *testing.T) {
-	const size = 32 << 20
+	const size, bound = 32 << 20, 256 << 10
 	path, _ := patternFile(t, size, 5)
 	for _, mode := range sendModes {
-		for _, chunk := range []int{1 << 20, 0} {
+		for _, chunk := range []int{bound, 0} {
 			t.Run(fmt.Sprintf("%s/%d", mode.name, chunk), func(t *testing.T) {
 				sent := make(chan int, 1)
 				h := &funcHandler{data: func(c Conn, _ []byte) {
 					_ = unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+					if sb, _ := unix.GetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF); sb < 4*bound {
+						sent <- -sb // net.core.wmem_max keeps the buffer too small to tell
+						return
+					}
 					c.SetSendfile(mode.sendfile, chunk)
 					if err := writeFile(t, c, path, 0, size); err != nil {
 						t.Error(err)
@@ -336,10 +382,13 @@ func TestWriteFileMaxChunk(t *testing.T) {
 					t.Fatal(err)
 				}
 				n := recv(t, sent)
+				if n < 0 {
+					t.Skipf("send buffer of %d bytes only", -n)
+				}
 				if chunk > 0 && n > chunk {
 					t.Fatalf("%d bytes went out at once, sendfile_max_chunk %d", n, chunk)
 				}
-				if chunk == 0 && n <= 1<<20 {
+				if chunk == 0 && n <= bound {
 					t.Fatalf("%d bytes went out at once with no bound: the bounded case proves nothing", n)
 				}
 				t.Logf("sent at once: %d", n)
@@ -483,7 +532,7 @@ func TestWriteFileClose(t *testing.T) {
 
 // TestWriteFileWriteTimeout: a file segment the peer does not take closes the
 // connection at the write timeout, through a graceful Close too, and its
-// descriptor goes with it.
+// descriptor goes with it; one the peer keeps taking does not, however long it takes.
 func TestWriteFileWriteTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	path, _ := patternFile(t, 4<<20, 8)
@@ -519,6 +568,43 @@ func TestWriteFileWriteTimeout(t *testing.T) {
 			}
 		})
 	}
+	t.Run("slow but steady", func(t *testing.T) {
+		closed := make(chan error, 1)
+		var conn Conn
+		h := &funcHandler{
+			open:  func(c Conn) { conn = c },
+			close: func(c Conn, err error) { closed <- err },
+		}
+		l, addr := startLoop(t, Config{Handler: h})
+		r := dialRcvbuf(t, addr, 16<<10)
+		waitFor(t, "accepted", func() bool { var ok bool; onLoop(t, l, func() { ok = conn != nil }); return ok })
+		onLoop(t, l, func() {
+			_ = unix.SetsockoptInt(conn.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10)
+			conn.SetWriteTimeout(timeout)
+			conn.SetSendfile(true, 0)
+			if err := writeFile(t, conn, path, 0, 4<<20); err != nil {
+				t.Error(err)
+			}
+		})
+		// 16 KiB every timeout/3: the whole takes far longer than the timeout,
+		// which never passes between two sends.
+		buf := make([]byte, 16<<10)
+		for began := time.Now(); time.Since(began) < 5*timeout; time.Sleep(timeout / 3) {
+			if _, err := r.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case err := <-closed:
+			t.Fatalf("closed while the peer was reading: %v", err)
+		default:
+		}
+		var q int
+		onLoop(t, l, func() { q = conn.Queued() })
+		if q == 0 {
+			t.Fatal("the file was all sent: the test proves nothing")
+		}
+	})
 }
 
 // TestWriteFileErrors: what is not a regular file holding the range is refused
