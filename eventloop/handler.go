@@ -44,10 +44,11 @@ type Conn interface {
 	// what is queued, and sends them now as far as the socket takes them (with
 	// sendfile(2), or read into pool buffers: SetSendfile), the rest as it drains.
 	// The connection keeps a duplicate of fd for the part it queues: the caller may
-	// close fd as soon as WriteFile returns. An error before anything was sent
-	// (fstat, not a regular file, a range beyond the file's size, no fd left for
-	// the duplicate) leaves the connection as it was; a file that shrinks while it
-	// is sent closes the connection with an error wrapping ErrFileTruncated.
+	// close fd as soon as WriteFile returns. A file refused (fstat failed, not a
+	// regular file, a range beyond its size) is an error that leaves the
+	// connection as it was; any other error (no descriptor for the duplicate, a
+	// send error) fails the connection as a failed Write does. A file that shrinks
+	// while queued closes the connection with an error wrapping ErrFileTruncated.
 	// Queued and the watermarks count the file bytes not yet sent.
 	WriteFile(fd int, off, n int64) error
 	// SetSendfile says how file segments are sent from now on: with sendfile(2)

@@ -150,7 +150,8 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 	if c.state != connOpen || c.q.size > 0 {
 		dup, err := dupFile(fd)
 		if err != nil {
-			return err // nothing sent: the connection goes on
+			c.fail(err) // what was queued before cannot be followed
+			return err
 		}
 		c.q.appendFile(FileSegment{fd: dup, off: off, end: off + n}, true)
 		c.queued()
