@@ -27,6 +27,14 @@ type Config struct {
 	WriteHighWater int
 	// WriteLowWater is the queued output at or below which OnWritable runs; default 64 KiB.
 	WriteLowWater int
+	// NoSendfile makes connections read file segments (Conn.WriteFile) into pool
+	// buffers instead of sending them with sendfile(2): nginx's "sendfile off".
+	// Conn.SetSendfile changes it per connection.
+	NoSendfile bool
+	// SendfileMaxChunk bounds the file bytes a connection sends per readiness
+	// event, so one fast reader of a large file does not hold the loop (nginx's
+	// sendfile_max_chunk); default 2 MiB, negative for no bound.
+	SendfileMaxChunk int
 	// MaxConns bounds the connections (accepted and dialled) the loop keeps open,
 	// nginx's worker_connections: at the bound the loop closes its oldest idle
 	// connections to accept a new one, or, with none idle, stops accepting until
@@ -60,6 +68,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WriteLowWater <= 0 || c.WriteLowWater > c.WriteHighWater {
 		c.WriteLowWater = min(64<<10, c.WriteHighWater/4)
+	}
+	if c.SendfileMaxChunk == 0 {
+		c.SendfileMaxChunk = defaultSendfileMaxChunk
 	}
 	if c.AcceptRetry <= 0 {
 		c.AcceptRetry = 100 * time.Millisecond

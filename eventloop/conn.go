@@ -40,6 +40,8 @@ type conn struct {
 	timer    Timer
 	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
 	wtimeout time.Duration // 0: queued output may wait forever
+	sendfile bool          // file segments go out with sendfile(2), else pread into pool buffers
+	maxChunk int           // file bytes sent per readiness event at most; 0: no bound
 	closeErr error         // OnClose error once a graceful close completes
 	failErr  error         // a write failed; the loop closes the conn after the callback
 
@@ -52,7 +54,7 @@ type conn struct {
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	c := &conn{loop: l, h: h, fd: fd}
+	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: max(l.cfg.SendfileMaxChunk, 0)}
 	l.InitTimer(&c.timer, c.onTimer)
 	l.InitTimer(&c.wtimer, c.onWriteTimer)
 	return c

@@ -2,6 +2,7 @@ package eventloop
 
 import (
 	"fmt"
+	"math"
 
 	gio "github.com/panjf2000/gnet/v2/pkg/io"
 	"golang.org/x/sys/unix"
@@ -94,31 +95,12 @@ func (c *conn) queued() {
 	}
 }
 
-// flush writes queued output until the socket is full or the queue empty.
+// flush writes queued output until the socket is full, the queue empty or
+// maxChunk file bytes went out, then settles the timeout, polling and watermarks.
 func (c *conn) flush() error {
-	l := c.loop
 	before := c.q.size
-	for c.q.size > 0 {
-		iov := c.q.iovecs(l.iov[:0], maxIovecs)
-		want := 0
-		for _, b := range iov {
-			want += len(b)
-		}
-		n, err := gio.Writev(c.fd, iov)
-		clear(iov) // drop references to pool buffers
-		if err == unix.EAGAIN {
-			break
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("writev: %w", err)
-		}
-		c.q.consume(n, l.pool)
-		if n < want {
-			break
-		}
+	if err := c.send(); err != nil {
+		return err
 	}
 	if c.q.size == 0 && c.state == connClosing {
 		c.closeNow(c.closeErr)
@@ -138,21 +120,100 @@ func (c *conn) flush() error {
 	return nil
 }
 
-// outQueue holds output the socket did not take yet, in pool chunks.
+// send writes the queue in order: bytes with writev, file segments with
+// sendfile or read into a pool buffer first; it stops when the socket is full,
+// the queue empty, or maxChunk file bytes went out (the socket, still writable, is
+// reported again in the next round).
+func (c *conn) send() error {
+	l := c.loop
+	q := &c.q
+	budget := c.maxChunk
+	if budget <= 0 {
+		budget = math.MaxInt
+	}
+	var err error
+loop:
+	for q.size > 0 {
+		if head := &q.chunks[0]; head.file && head.r == head.w {
+			// The next bytes are in the file.
+			if budget == 0 {
+				break
+			}
+			if c.sendfile {
+				n, all, ferr := c.sendFile(head, budget)
+				budget -= n
+				if head.seg.off == head.seg.end {
+					q.pop(l.pool)
+				}
+				if ferr != nil || !all {
+					err = ferr
+					break
+				}
+				continue
+			}
+			if head.buf == nil {
+				head.buf = l.pool.Get(l.cfg.ChunkSize)
+			}
+			n, rerr := head.seg.Read(head.buf[:min(len(head.buf), budget)])
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			head.r, head.w = 0, n
+			budget -= n
+		}
+		iov := q.iovecs(l.iov[:0], maxIovecs)
+		want := 0
+		for _, b := range iov {
+			want += len(b)
+		}
+		n, werr := gio.Writev(c.fd, iov)
+		clear(iov) // drop references to pool buffers
+		switch {
+		case werr == unix.EAGAIN:
+			break loop
+		case werr == unix.EINTR:
+			continue
+		case werr != nil:
+			err = fmt.Errorf("writev: %w", werr)
+			break loop
+		}
+		q.consume(n, l.pool)
+		if n < want {
+			break
+		}
+	}
+	// A file segment waiting for the socket keeps no empty read buffer.
+	if len(q.chunks) > 0 {
+		if head := &q.chunks[0]; head.file && head.buf != nil && head.r == head.w {
+			l.pool.Put(head.buf)
+			head.buf = nil
+		}
+	}
+	return err
+}
+
+// outQueue holds output the socket did not take yet, in order: bytes in pool
+// chunks and file segments. size counts both (file bytes not yet sent included).
 type outQueue struct {
 	chunks []chunk
 	size   int
 }
 
+// chunk is bytes in buf[r:w], or a file segment: buf[r:w] read from the file and
+// not yet sent (without sendfile), then the file's [seg.off, seg.end).
 type chunk struct {
-	buf  []byte
-	r, w int
+	buf   []byte
+	r, w  int
+	file  bool
+	owned bool // seg.fd is the queue's own, closed with the chunk
+	seg   FileSegment
 }
 
 func (q *outQueue) append(pool BufferPool, chunkSize int, p []byte) {
 	for len(p) > 0 {
 		if n := len(q.chunks); n > 0 {
-			if last := &q.chunks[n-1]; last.w < len(last.buf) {
+			if last := &q.chunks[n-1]; !last.file && last.w < len(last.buf) {
 				k := copy(last.buf[last.w:], p)
 				last.w += k
 				q.size += k
@@ -164,29 +225,51 @@ func (q *outQueue) append(pool BufferPool, chunkSize int, p []byte) {
 	}
 }
 
+func (q *outQueue) appendFile(seg FileSegment, owned bool) {
+	q.chunks = append(q.chunks, chunk{file: true, owned: owned, seg: seg})
+	q.size += int(seg.end - seg.off)
+}
+
+// iovecs lists the bytes that can go out with one writev: up to the first file
+// segment with file bytes left, after what was read of it.
 func (q *outQueue) iovecs(dst [][]byte, limit int) [][]byte {
 	for i := 0; i < len(q.chunks) && len(dst) < limit; i++ {
 		ch := &q.chunks[i]
-		dst = append(dst, ch.buf[ch.r:ch.w])
+		if ch.r < ch.w {
+			dst = append(dst, ch.buf[ch.r:ch.w])
+		}
+		if ch.file && ch.seg.off < ch.seg.end {
+			break
+		}
 	}
 	return dst
 }
 
-// consume drops n sent bytes, returning emptied chunks to the pool.
+// consume drops n sent bytes, releasing the chunks and segments done.
 func (q *outQueue) consume(n int, pool BufferPool) {
 	q.size -= n
 	done := 0
-	for n > 0 {
+	for done < len(q.chunks) {
 		ch := &q.chunks[done]
 		k := min(n, ch.w-ch.r)
 		ch.r += k
 		n -= k
-		if ch.r < ch.w {
+		if ch.r < ch.w || ch.file && ch.seg.off < ch.seg.end {
 			break
 		}
-		pool.Put(ch.buf)
+		ch.release(pool)
 		done++
 	}
+	q.drop(done)
+}
+
+// pop releases the head chunk, a segment sent whole.
+func (q *outQueue) pop(pool BufferPool) {
+	q.chunks[0].release(pool)
+	q.drop(1)
+}
+
+func (q *outQueue) drop(done int) {
 	if done > 0 {
 		kept := copy(q.chunks, q.chunks[done:])
 		clear(q.chunks[kept:])
@@ -194,12 +277,23 @@ func (q *outQueue) consume(n int, pool BufferPool) {
 	}
 }
 
-// release returns every chunk to the pool, dropping the queued bytes.
+// release drops every chunk and segment (closing the queue's descriptors).
 func (q *outQueue) release(pool BufferPool) {
 	for i := range q.chunks {
-		pool.Put(q.chunks[i].buf)
+		q.chunks[i].release(pool)
 	}
 	clear(q.chunks)
 	q.chunks = q.chunks[:0]
 	q.size = 0
+}
+
+func (ch *chunk) release(pool BufferPool) {
+	if ch.buf != nil {
+		pool.Put(ch.buf)
+		ch.buf = nil
+	}
+	if ch.owned {
+		_ = ch.seg.Close()
+		ch.owned = false
+	}
 }

@@ -22,6 +22,9 @@ var (
 	// ErrWriteTimeout is the OnClose error of a connection whose queued output made
 	// no progress within its SetWriteTimeout.
 	ErrWriteTimeout = errors.New("eventloop: write timed out")
+	// ErrFileTruncated is wrapped by the OnClose error of a connection whose file
+	// segment (Conn.WriteFile) ended early: the file shrank after it was queued.
+	ErrFileTruncated = errors.New("eventloop: file truncated")
 	// ErrDialTimeout is the OnClose error of an outbound connect that did not finish in time.
 	ErrDialTimeout = errors.New("eventloop: connect timed out")
 )

@@ -40,8 +40,26 @@ type Conn interface {
 	Write(p []byte) (int, error)
 	// Writev is Write for several buffers, sent with one writev.
 	Writev(bufs [][]byte) (int, error)
-	// Close flushes the outbound queue, then closes; reading stops at once.
-	// Calling it again before the queue drained closes at once.
+	// WriteFile queues the n bytes of the regular file fd from offset off after
+	// what is queued, and sends them now as far as the socket takes them (with
+	// sendfile(2), or read into pool buffers: SetSendfile), the rest as it drains.
+	// The connection keeps a duplicate of fd for the part it queues: the caller may
+	// close fd as soon as WriteFile returns. A file refused (fstat failed, not a
+	// regular file, a range beyond its size) is an error that leaves the
+	// connection as it was; any other error (no descriptor for the duplicate, a
+	// send error) fails the connection as a failed Write does. A file that shrinks
+	// while queued closes the connection with an error wrapping ErrFileTruncated.
+	// Queued and the watermarks count the file bytes not yet sent.
+	WriteFile(fd int, off, n int64) error
+	// SetSendfile says how file segments are sent from now on: with sendfile(2)
+	// if on, else read with pread into pool buffers as the socket drains (a
+	// wrapper that cannot hand files to the kernel reads them: FileSegment); at
+	// most maxChunk file bytes per readiness event, 0 for no bound. nginx's
+	// sendfile and sendfile_max_chunk; the default is the loop's Config.
+	SetSendfile(on bool, maxChunk int)
+	// Close flushes the outbound queue (file segments included), then closes;
+	// reading stops at once. Calling it again before the queue drained closes at
+	// once, dropping what is left (and the queue's file descriptors).
 	Close() error
 	// PauseRead stops delivering OnData (the socket is no longer polled for input).
 	PauseRead()
@@ -56,7 +74,8 @@ type Conn interface {
 	// SetTimeout arms the connection's timer to call OnTimeout after d,
 	// replacing any previous deadline; d <= 0 cancels it.
 	SetTimeout(d time.Duration)
-	// Queued returns the number of bytes waiting in the outbound queue.
+	// Queued returns the number of bytes waiting in the outbound queue, file
+	// bytes not yet sent included.
 	Queued() int
 	// SetWriteTimeout closes the connection (OnClose with ErrWriteTimeout) when
 	// queued output waits d without the socket taking any of it: the timer runs

@@ -1,0 +1,206 @@
+package eventloop
+
+import (
+	"fmt"
+	"math"
+
+	"golang.org/x/sys/unix"
+)
+
+// File segments: a range of a regular file queued on a connection in order with
+// its bytes (a response head, the file, a chunk trailer), for the static files and
+// cache hits of the HTTP layer.
+//
+// Sent with sendfile(2) (SetSendfile(true, ...), the default unless
+// Config.NoSendfile), the kernel moves the pages from the page cache to the socket,
+// as far as the socket takes them now; the rest waits for EPOLLOUT like queued
+// bytes. Without sendfile, the segment is read with pread(2) into one pool buffer
+// at a time as the socket drains, never whole. Either way at most maxChunk file
+// bytes go out per readiness event (nginx's sendfile_max_chunk): the rest goes out
+// in the next round of epoll_wait, which reports the still-writable socket again
+// (level-triggered) after the other ready connections, so one fast reader of a
+// large file does not hold the loop.
+//
+// What blocks: regular files have no readiness for epoll to report. A page in the
+// page cache is sent without waiting; a cold page makes sendfile (or pread) wait
+// for the disk inside the loop, as it does in nginx without aio threads. Only
+// regular files are accepted: a pipe or a device would wait for input forever.
+//
+// Descriptors: the part of a segment that the socket does not take at once is
+// queued with a descriptor of its own (fcntl F_DUPFD_CLOEXEC), closed when the
+// segment is sent or the connection closes, so the caller may close its fd as soon
+// as WriteFile returns; a segment sent whole at once costs no dup. The duplicate
+// shares the open file description (its offset is never used: sendfile and pread
+// take theirs) and keeps the file alive if it is unlinked or replaced meanwhile.
+//
+// Accounting: Queued and the watermarks count a segment's bytes not yet sent like
+// queued bytes. Whatever is written after a segment waits for all of it, in memory,
+// so a producer should hold off as if the file were bytes: OnWriteBlocked once the
+// queue passes the high mark, OnWritable when at most the low mark is left. Not
+// counting them would let a pipelining client queue any number of segments, each
+// with a descriptor, behind a slow one. A handler that wants to stream a large
+// file in steps can queue it in parts, the next on OnWritable.
+
+// maxSendfile is the most one sendfile(2) moves (Linux's MAX_RW_COUNT).
+const maxSendfile = 0x7ffff000
+
+// defaultSendfileMaxChunk is nginx's sendfile_max_chunk default since 1.21.4.
+const defaultSendfileMaxChunk = 2 << 20
+
+// FileSegment is a range of a regular file read with pread, under a descriptor
+// of its own. Connections use it for their queued file segments; it is exported
+// for a Conn that cannot hand a file to the kernel, such as a userspace TLS layer
+// wrapping a Conn: its WriteFile opens a FileSegment and, each time the inner Conn
+// has room (at once, then on OnWritable), reads a bounded amount into pool
+// buffers (a few chunks per callback, so the loop moves on to other connections),
+// encrypts and writes it, and closes the segment when Remaining is 0 or the
+// connection closes.
+type FileSegment struct {
+	fd       int
+	off, end int64
+}
+
+// OpenFileSegment returns the segment [off, off+n) of the regular file fd, with a
+// duplicate of fd: the caller may close fd at once, and closes the segment.
+func OpenFileSegment(fd int, off, n int64) (FileSegment, error) {
+	if err := checkFile(fd, off, n); err != nil {
+		return FileSegment{fd: -1}, err
+	}
+	dup, err := dupFile(fd)
+	if err != nil {
+		return FileSegment{fd: -1}, err
+	}
+	return FileSegment{fd: dup, off: off, end: off + n}, nil
+}
+
+// Remaining returns the bytes of the segment not yet read.
+func (s *FileSegment) Remaining() int64 { return s.end - s.off }
+
+// Read reads the next bytes of the segment into p, at most Remaining; an error
+// wraps ErrFileTruncated if the file ends before the segment does.
+func (s *FileSegment) Read(p []byte) (int, error) {
+	p = p[:min(int64(len(p)), s.end-s.off)]
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Pread(s.fd, p, s.off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("pread: %w", err)
+		case n == 0:
+			return 0, s.truncated("pread")
+		}
+		s.off += int64(n)
+		return n, nil
+	}
+}
+
+// Close closes the segment's descriptor (that of a FileSegment OpenFileSegment returned).
+func (s *FileSegment) Close() error {
+	if s.fd < 0 {
+		return nil
+	}
+	err := unix.Close(s.fd)
+	s.fd = -1
+	return err
+}
+
+func (s *FileSegment) truncated(call string) error {
+	return fmt.Errorf("%s() reported that the file was truncated at %d, %d bytes short: %w",
+		call, s.off, s.end-s.off, ErrFileTruncated)
+}
+
+// checkFile accepts [off, off+n) of a regular file that holds it now.
+func checkFile(fd int, off, n int64) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("write file: fstat fd %d: %w", fd, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("write file: fd %d is not a regular file (mode %#o)", fd, st.Mode)
+	}
+	if off < 0 || n < 0 || n > st.Size-off || n > math.MaxInt {
+		return fmt.Errorf("write file: range %d+%d outside the file's %d bytes", off, n, st.Size)
+	}
+	return nil
+}
+
+func dupFile(fd int) (int, error) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("write file: dup fd %d: %w", fd, err)
+	}
+	return dup, nil
+}
+
+// WriteFile implements Conn.
+func (c *conn) WriteFile(fd int, off, n int64) error {
+	if err := c.writable(); err != nil {
+		return err
+	}
+	if err := checkFile(fd, off, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if c.state != connOpen || c.q.size > 0 {
+		dup, err := dupFile(fd)
+		if err != nil {
+			c.fail(err) // what was queued before cannot be followed
+			return err
+		}
+		c.q.appendFile(FileSegment{fd: dup, off: off, end: off + n}, true)
+		c.queued()
+		return nil
+	}
+	// Nothing queued: send now what the socket takes, under the caller's fd, and
+	// dup only for a rest.
+	c.q.appendFile(FileSegment{fd: fd, off: off, end: off + n}, false)
+	err := c.send()
+	if c.q.size == 0 {
+		return nil
+	}
+	last := &c.q.chunks[len(c.q.chunks)-1] // what is left is this segment's
+	if err == nil {
+		last.seg.fd, err = dupFile(fd)
+	}
+	if err != nil {
+		last.seg.fd = -1 // never the caller's
+		c.fail(err)
+		return err
+	}
+	last.owned = true
+	c.queued()
+	return nil
+}
+
+// SetSendfile implements Conn.
+func (c *conn) SetSendfile(on bool, maxChunk int) {
+	c.sendfile, c.maxChunk = on, max(maxChunk, 0)
+}
+
+// sendFile sends the head segment with sendfile(2), at most budget bytes; it
+// reports how many went out and whether the socket took all it was offered.
+func (c *conn) sendFile(ch *chunk, budget int) (int, bool, error) {
+	want := int(min(ch.seg.end-ch.seg.off, int64(budget), maxSendfile))
+	for {
+		// The kernel advances ch.seg.off by what it sent.
+		n, err := unix.Sendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, false, nil
+		case err != nil:
+			return 0, false, fmt.Errorf("sendfile: %w", err)
+		case n == 0:
+			return 0, false, ch.seg.truncated("sendfile")
+		}
+		c.q.size -= n
+		return n, n == want, nil
+	}
+}
