@@ -854,6 +854,10 @@ func (ex *exchange) complete(clean bool) {
 		} else {
 			conn.SetContext(nil)
 			conn.Close()
+			// The response is whole: request bytes the server has not read (it
+			// answered early) are dropped, else a server that never reads them
+			// would hold the connection open with no timer left to end it.
+			conn.Close()
 		}
 	}
 	ex.end()
