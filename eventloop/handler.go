@@ -40,6 +40,9 @@ type Conn interface {
 	Write(p []byte) (int, error)
 	// Writev is Write for several buffers, sent with one writev.
 	Writev(bufs [][]byte) (int, error)
+	// CloseWrite shuts the sending side down (the peer reads EOF) once the
+	// outbound queue is sent; reading goes on until Close. Writes then fail.
+	CloseWrite()
 	// Close flushes the outbound queue, then closes; reading stops at once.
 	// Calling it again before the queue drained closes at once.
 	Close() error
