@@ -89,6 +89,11 @@ func (c *client) serverToken() string {
 // respondReturn carries out a return directive.
 func (c *client) respondReturn(r *Return) {
 	code := r.Code
+	if (code < 400 || r.Text != nil) && c.redirects == 0 && c.bodyFate == bodyOnWire && c.req.ExpectContinue() {
+		// nginx's return answers through ngx_http_send_response, which drops the body
+		// and, first, tells a client waiting for 100 Continue to send it.
+		c.conn.Write(continue100)
+	}
 	if r.Text == nil {
 		if code >= 300 && c.errorPage(code) {
 			return
@@ -151,8 +156,8 @@ func (c *client) errorPage(code int) bool {
 			c.forceStatus = ep.Status
 		}
 		c.internalGET = true
-		if c.body != bodyNone {
-			// The body was not read: the connection cannot carry another request.
+		if c.state == csBody {
+			// The body was cut short: the connection cannot carry another request.
 			c.keepAlive = false
 		}
 		if strings.HasPrefix(ep.Target, "@") {
@@ -191,8 +196,14 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	if c.forceStatus != 0 {
 		code = c.forceStatus
 	}
-	if c.bodyUnread() {
-		c.keepAlive = false // the rest of the body would be read as the next request
+	// A body not read yet is dropped after the answer; one cut short while it was
+	// read ends the connection (nginx's reading_body).
+	discard := false
+	switch {
+	case c.state == csBody:
+		c.keepAlive = false
+	case c.bodyUnread():
+		discard = true
 	}
 	c.status = wireStatus(code)
 	now := time.Now()
@@ -231,15 +242,10 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	c.w.scratch = head[:0]
 	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 	c.conn.Write(head)
-	c.finish()
-}
-
-// bodyUnread reports a request body that was announced but not (wholly) read.
-func (c *client) bodyUnread() bool {
-	if c.state == csBody {
-		return true
+	if discard && !c.discardBody() {
+		return // the request finishes once the body is dropped
 	}
-	return c.body == bodyNone && (c.req.Chunked() || c.req.ContentLength() > 0)
+	c.finish()
 }
 
 func (c *client) isHEAD() bool { return string(c.req.Method()) == "HEAD" }
