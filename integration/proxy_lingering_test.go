@@ -412,3 +412,42 @@ func TestLingeringChunkedUploadToReturn(t *testing.T) {
 		}
 	}
 }
+
+// TestLingeringErrorStatusesClose: after its own page for 400, 413, 414, 500 or 501
+// nginx closes the connection, error_page or not; other statuses, and return with a
+// text, keep it.
+func TestLingeringErrorStatusesClose(t *testing.T) {
+	srvs := bothServers(t, `server { listen %[1]s;
+    location / { return 200 ok; }
+    location /s/ { return 404; }
+    location /s/400 { return 400; }
+    location /s/413 { return 413; }
+    location /s/414 { return 414; }
+    location /s/500 { return 500; }
+    location /s/501 { return 501; }
+    location /s/502 { return 502; }
+    location /s/403 { return 403; }
+    location /text/500 { return 500 "text"; }
+    location /page/413 { return 413; error_page 413 /page; }
+    location /page/404 { return 404; error_page 404 /page; }
+    location = /page { return 200 page; }
+}`, "")
+	for _, s := range srvs {
+		for _, tc := range []struct {
+			path   string
+			status int
+			closes bool
+		}{
+			{"/s/400", 400, true}, {"/s/413", 413, true}, {"/s/414", 414, true}, {"/s/500", 500, true},
+			{"/s/501", 501, true}, {"/s/502", 502, false}, {"/s/403", 403, false}, {"/s/x", 404, false},
+			{"/text/500", 500, false}, {"/page/413", 413, true}, {"/page/404", 404, false},
+		} {
+			cl := newClient(t, s.addr)
+			cl.send("GET " + tc.path + " HTTP/1.1\r\nHost: a\r\n\r\n")
+			resp, _ := cl.read("GET")
+			if resp.StatusCode != tc.status || resp.Close != tc.closes {
+				t.Errorf("%s: %s: %d close=%v, want %d close=%v", s.name, tc.path, resp.StatusCode, resp.Close, tc.status, tc.closes)
+			}
+		}
+	}
+}

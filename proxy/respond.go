@@ -58,10 +58,23 @@ func addHeaderApplies(code int) bool {
 // respondStatus answers with the proxy's own page for code, or the error_page the
 // location maps it to.
 func (c *client) respondStatus(code int) {
+	if statusCloses(code) {
+		c.keepAlive = false
+	}
 	if c.errorPage(code) {
 		return
 	}
 	c.respond(code, "text/html", c.appendErrorPage(nil, code), nil)
+}
+
+// statusCloses is nginx's list of errors after which a connection does not carry
+// another request (ngx_http_special_response_handler), error_page or not.
+func statusCloses(code int) bool {
+	switch code {
+	case 400, 413, 414, 500, 501:
+		return true
+	}
+	return false
 }
 
 // appendErrorPage is nginx's built-in page for a status.
@@ -95,6 +108,10 @@ func (c *client) respondReturn(r *Return) {
 		c.conn.Write(continue100)
 	}
 	if r.Text == nil {
+		if code >= 400 {
+			c.respondStatus(code) // nginx's special response, as for its own errors
+			return
+		}
 		if code >= 300 && c.errorPage(code) {
 			return
 		}
