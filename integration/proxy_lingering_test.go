@@ -255,6 +255,23 @@ server { listen %[1]s; location / { return 200 ok; } location /missing { return 
 		if resp, _ := cl.read("GET"); resp.StatusCode != 404 {
 			t.Fatalf("%s: pipelined after a dropped body: %d", s.name, resp.StatusCode)
 		}
+
+		// Invalid chunked framing: with the head, return answers 400 instead; after
+		// the answer, the connection is closed.
+		cl = newClient(t, s.addr)
+		cl.send("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+		if resp, _ := cl.read("POST"); resp.StatusCode != 400 || !resp.Close {
+			t.Fatalf("%s: invalid chunk with the head: %d close=%v", s.name, resp.StatusCode, resp.Close)
+		}
+		cl.wantEOF()
+		cl = newClient(t, s.addr)
+		cl.send("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+		answer(cl, "invalid chunk after the answer", 200)
+		cl.send("zz\r\n")
+		cl.c.SetReadDeadline(time.Now().Add(ioTimeout))
+		if b, err := cl.br.ReadByte(); err == nil || isTimeout(err) {
+			t.Fatalf("%s: invalid chunk after the answer: the connection is still open (%q %v)", s.name, b, err)
+		}
 	}
 }
 

@@ -25,10 +25,11 @@ func (c *client) bodyUnread() bool {
 	return c.headLen > 0 && c.bodyFate <= bodyRefused && (c.req.Chunked() || c.req.ContentLength() > 0)
 }
 
-// discardBody starts dropping the body of a request answered without it, the answer
-// being queued. It reports whether the body was all here already (the request is
-// then over); else the connection reads on in csDiscard and the request finishes
-// when the body ends.
+// discardBody starts dropping the body of a request answered without it, before
+// the answer is sent. When the body is all here already the state is csWait (the
+// request can finish); else csDiscard: the connection reads on and the request
+// finishes when the body ends. It reports false for invalid chunked framing (the
+// state is csWait, nothing more is dropped).
 func (c *client) discardBody() bool {
 	r := &c.req
 	c.bodyFate = bodyTaken
@@ -47,29 +48,52 @@ func (c *client) discardBody() bool {
 	c.setLingerTimer(c.lcf.LingeringTimeout)
 	c.paused = false
 	c.conn.ResumeRead() // also after a pause for the upstream's backpressure
-	return c.dropBody(pending)
+	if _, err := c.dropBody(pending); err != nil {
+		c.state = csWait
+		c.conn.SetTimeout(0)
+		return false
+	}
+	return true
+}
+
+// bufferedChunksValid reports whether the part of a chunked body that came with the
+// head is valid framing so far (a body with a length always is).
+func (c *client) bufferedChunksValid() bool {
+	if !c.req.Chunked() {
+		return true
+	}
+	d := http1.ChunkedDecoder{MaxOverhead: c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize}
+	for data := c.in[c.headLen:]; len(data) > 0 && !d.Done(); {
+		n, _, err := d.Decode(data)
+		if err != nil {
+			return false
+		}
+		data = data[n:]
+	}
+	return true
 }
 
 // discardMore drops body bytes that arrived in csDiscard. nginx gives up (closes)
 // when the body stops coming for lingering_timeout or is not over by lingering_time.
 func (c *client) discardMore(data []byte) {
-	if !c.dropBody(data) {
-		if c.state == csDiscard {
-			if left := time.Until(c.lingerUntil); left > 0 {
-				c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
-			} else {
-				c.closeAfterFlush()
-			}
+	done, err := c.dropBody(data)
+	switch {
+	case err != nil:
+		c.closeAfterFlush()
+	case done:
+		c.finish()
+	default:
+		if left := time.Until(c.lingerUntil); left > 0 {
+			c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
+		} else {
+			c.closeAfterFlush()
 		}
-		return
 	}
-	c.finish()
 }
 
 // dropBody drops data up to the end of the body; what follows is the next request's
-// and is kept. It reports whether the body ended. An invalid chunked body closes the
-// connection (nginx).
-func (c *client) dropBody(data []byte) bool {
+// and is kept. It reports whether the body ended, or invalid chunked framing.
+func (c *client) dropBody(data []byte) (bool, error) {
 	done := false
 	for len(data) > 0 && !done {
 		switch c.body {
@@ -79,16 +103,14 @@ func (c *client) dropBody(data []byte) bool {
 		case bodyChunked:
 			n, _, err := c.chunks.Decode(data)
 			if err != nil {
-				c.keepAlive = false
-				c.closeAfterFlush()
-				return false
+				return false, err
 			}
 			data = data[n:]
 			done = c.chunks.Done()
 		}
 	}
 	if !done {
-		return false
+		return false, nil
 	}
 	c.bodyFate = bodyDropped
 	c.state = csWait
@@ -96,7 +118,7 @@ func (c *client) dropBody(data []byte) bool {
 	if len(data) > 0 {
 		c.keep(data)
 	}
-	return true
+	return true, nil
 }
 
 // setLingerTimer arms the read timer for d; 0 means at once, as for nginx.

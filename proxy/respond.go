@@ -102,10 +102,17 @@ func (c *client) serverToken() string {
 // respondReturn carries out a return directive.
 func (c *client) respondReturn(r *Return) {
 	code := r.Code
-	if (code < 400 || r.Text != nil) && c.redirects == 0 && c.bodyFate == bodyOnWire && c.req.ExpectContinue() {
-		// nginx's return answers through ngx_http_send_response, which drops the body
-		// and, first, tells a client waiting for 100 Continue to send it.
-		c.conn.Write(continue100)
+	if code < 400 || r.Text != nil {
+		// nginx's return answers through ngx_http_send_response, which first tells a
+		// client waiting for 100 Continue to send the body, then starts dropping it:
+		// a chunked body already here that is invalid makes the answer a 400.
+		if c.redirects == 0 && c.bodyFate == bodyOnWire && c.req.ExpectContinue() {
+			c.conn.Write(continue100)
+		}
+		if c.bodyUnread() && !c.bufferedChunksValid() {
+			c.respondStatus(400)
+			return
+		}
 	}
 	if r.Text == nil {
 		if code >= 400 {
@@ -215,12 +222,13 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	}
 	// A body not read yet is dropped after the answer; one cut short while it was
 	// read ends the connection (nginx's reading_body).
-	discard := false
 	switch {
 	case c.state == csBody:
 		c.keepAlive = false
 	case c.bodyUnread():
-		discard = true
+		if !c.discardBody() {
+			c.keepAlive = false // invalid chunked framing: the rest is not dropped
+		}
 	}
 	c.status = wireStatus(code)
 	now := time.Now()
@@ -259,7 +267,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	c.w.scratch = head[:0]
 	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 	c.conn.Write(head)
-	if discard && !c.discardBody() {
+	if c.state == csDiscard {
 		return // the request finishes once the body is dropped
 	}
 	c.finish()
