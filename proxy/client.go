@@ -645,11 +645,15 @@ func (c *client) onTimeout() {
 		c.release()
 		c.conn.Close()
 	case csBody:
-		// 408, then closed at once: the client stopped sending (close does not
-		// linger after a 408).
+		// The client stopped sending: 408 unless an answer was begun, and the
+		// connection closes without lingering (close does not after a 408).
 		c.abortExchange()
 		c.keepAlive = false
-		c.failRequest(408)
+		if c.status != 0 {
+			c.closeAfterFlush()
+			return
+		}
+		c.respondStatus(408)
 	case csDiscard:
 		c.closeAfterFlush() // the body to drop stopped coming
 	case csLinger:
