@@ -30,6 +30,7 @@ type conn struct {
 	paused  bool   // PauseRead in effect
 	idle    bool   // SetIdle(true) in effect: in the loop's idle list
 	blocked bool   // above the write high watermark, OnWriteBlocked sent
+	shutWr  bool   // CloseWrite called: no more writes; shutdown(SHUT_WR) once flushed
 
 	idlePrev *conn // the loop's idle list, while idle
 	idleNext *conn
@@ -236,6 +237,27 @@ func (c *conn) Close() error {
 		return nil
 	}
 	c.closeGraceful(nil)
+	return nil
+}
+
+// CloseWrite implements Conn.
+func (c *conn) CloseWrite() {
+	if c.shutWr || c.state != connOpen {
+		return
+	}
+	c.shutWr = true
+	if c.q.size == 0 {
+		if err := c.shutdownWrite(); err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// shutdownWrite sends FIN; flush calls it once the last queued byte went out.
+func (c *conn) shutdownWrite() error {
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
 	return nil
 }
 

@@ -76,7 +76,7 @@ func (c *conn) writable() error {
 	if c.failErr != nil {
 		return c.failErr
 	}
-	if c.state == connClosed || c.state == connClosing {
+	if c.state == connClosed || c.state == connClosing || c.shutWr {
 		return ErrClosed
 	}
 	return nil
@@ -105,6 +105,11 @@ func (c *conn) flush() error {
 	if c.q.size == 0 && c.state == connClosing {
 		c.closeNow(c.closeErr)
 		return nil
+	}
+	if c.q.size == 0 && c.shutWr {
+		if err := c.shutdownWrite(); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.q.size == 0:

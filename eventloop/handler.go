@@ -40,6 +40,10 @@ type Conn interface {
 	Write(p []byte) (int, error)
 	// Writev is Write for several buffers, sent with one writev.
 	Writev(bufs [][]byte) (int, error)
+	// CloseWrite shuts the sending side down (the peer reads EOF) once the
+	// outbound queue (file segments included) is sent; reading goes on until Close.
+	// Writes then fail.
+	CloseWrite()
 	// WriteFile queues the n bytes of the regular file fd from offset off after
 	// what is queued, and sends them now as far as the socket takes them (with
 	// sendfile(2), or read into pool buffers: SetSendfile), the rest as it drains.

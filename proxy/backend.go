@@ -166,11 +166,10 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 
 // proxy sends the current request to the location's proxy_pass.
 func (c *client) proxy() {
-	if !c.internalGET && !c.bodyFraming() {
-		return
-	}
 	if c.internalGET {
 		c.body = bodyNone
+	} else {
+		c.bodyFraming()
 	}
 	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
 		c.conn.Write(continue100)
@@ -197,6 +196,7 @@ func (c *client) proxy() {
 // readBody starts reading the request body, beginning with what came with the head.
 func (c *client) readBody() {
 	c.state = csBody
+	c.bodyFate = bodyTaken
 	// Chunk extensions and trailers are not passed on, but they are read: bound them
 	// as the head is bounded (nginx skips any amount).
 	c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize

@@ -15,11 +15,23 @@ import (
 type clientState uint8
 
 const (
-	csHead   clientState = iota // waiting for, or reading, a request head
-	csBody                      // proxying; the request body is still arriving
-	csWait                      // the request is read; its response is being produced
-	csTunnel                    // upgraded: bytes pass both ways untouched
+	csHead    clientState = iota // waiting for, or reading, a request head
+	csBody                       // proxying; the request body is still arriving
+	csWait                       // the request is read; its response is being produced
+	csTunnel                     // upgraded: bytes pass both ways untouched
+	csDiscard                    // answered without the request body, which is read and dropped
+	csLinger                     // closing: sending is shut down, input is read and dropped until the client ends
 	csClosed
+)
+
+// bodyFate is what became of a request body announced in the head.
+type bodyFate uint8
+
+const (
+	bodyOnWire  bodyFate = iota // not read yet
+	bodyRefused                 // 413 for its length: to be dropped, and not checked again
+	bodyTaken                   // read by the proxy, or being dropped
+	bodyDropped                 // dropped whole: nothing of the request is left unread
 )
 
 // bodyKind is how the request body is framed.
@@ -64,6 +76,7 @@ type client struct {
 	srvConf       *LocConf  // the server's config (the default server's until a request names one)
 	lcf           *LocConf  // the location's config, else srvConf
 	ex            *exchange // the upstream side, while proxying: &exStore or nil
+	lingerUntil   time.Time // csDiscard, csLinger: the end of lingering_time
 
 	*request // nil while idle
 }
@@ -92,6 +105,7 @@ type request struct {
 	bodyLen       http1.LengthBody
 	chunks        http1.ChunkedDecoder
 	bodyTotal     int64 // body bytes received, against client_max_body_size
+	bodyFate      bodyFate
 
 	exStore exchange // the exchange of the current request, reused by the next
 }
@@ -214,6 +228,10 @@ func (c *client) onData(data []byte) {
 		c.drive()
 	case csTunnel:
 		c.ex.tunnelFromClient(data)
+	case csDiscard:
+		c.discardMore(data)
+	case csLinger:
+		c.lingerRead()
 	}
 }
 
@@ -309,6 +327,7 @@ func (c *client) begin() {
 // return, location, location return, proxy_pass.
 func (c *client) handle() {
 	r := &c.req
+	c.bodyFate = bodyOnWire
 	if a := c.snap.Routes.Addr(c.local); a != nil {
 		c.srv = a.Server(r.Host())
 		c.srvConf = serverConf(c.srv)
@@ -347,14 +366,33 @@ func (c *client) route() {
 		locs := c.snap.Routes.Locations(c.srv)
 		if l := locs.AutoRedirect(c.uriBuf); l != nil && locationConf(l).Pass != nil {
 			c.loc, c.lcf = l, locationConf(l)
-			c.respondAutoRedirect()
+			if !c.refuseBodyLength() {
+				c.respondAutoRedirect()
+			}
 			return
 		}
 		if m := locs.Find(c.uriBuf); m.Location != nil {
 			c.loc, c.prefix, c.lcf = m.Location, m.Prefix, locationConf(m.Location)
 		}
 	}
-	c.serveLocation()
+	if !c.refuseBodyLength() {
+		c.serveLocation()
+	}
+}
+
+// refuseBodyLength answers 413 to a Content-Length over the location's
+// client_max_body_size. nginx checks it as soon as the location is chosen, before
+// any of its handlers (return included; a server-level return ran before), and then
+// drops the body; once a request, not again after an error_page redirect.
+func (c *client) refuseBodyLength() bool {
+	max := c.lcf.ClientMaxBodySize
+	if max == 0 || c.bodyFate != bodyOnWire || c.req.ContentLength() <= max {
+		return false
+	}
+	c.bodyFate = bodyRefused
+	c.keepAlive = false
+	c.respondStatus(413)
+	return true
 }
 
 // serveLocation answers from the current location: its return, else its proxy_pass,
@@ -372,6 +410,11 @@ func (c *client) serveLocation() {
 			c.respondStatus(400)
 			return
 		}
+		if c.internalGET && c.bodyUnread() {
+			// An error_page redirect is proxied without the body, which is still to
+			// come: its bytes must not be taken for a next request.
+			c.keepAlive = false
+		}
 		c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 		c.proxy()
 		return
@@ -379,9 +422,9 @@ func (c *client) serveLocation() {
 	c.respondStatus(404)
 }
 
-// bodyFraming sets up reading the request body; false when it was refused (and
-// answered).
-func (c *client) bodyFraming() bool {
+// bodyFraming sets up reading the request body (its Content-Length was checked
+// against client_max_body_size when the location was chosen).
+func (c *client) bodyFraming() {
 	r := &c.req
 	c.bodyTotal = 0
 	switch {
@@ -392,15 +435,9 @@ func (c *client) bodyFraming() bool {
 		c.body = bodyLength
 		c.bodyLen = http1.NewLengthBody(r.ContentLength())
 		c.contentLength = r.ContentLength()
-		if max := c.lcf.ClientMaxBodySize; max > 0 && r.ContentLength() > max {
-			c.keepAlive = false // the body is not read, so the connection cannot go on
-			c.respondStatus(413)
-			return false
-		}
 	default:
 		c.body = bodyNone
 	}
-	return true
 }
 
 // takeBody feeds request body bytes to the upstream exchange; what follows the body
@@ -526,8 +563,21 @@ func (c *client) finish() {
 	c.drive() // the next pipelined request unless the output is blocked, and reading
 }
 
-// close ends the connection after what is queued is sent.
+// close ends the connection after what is queued is sent, lingering (linger.go)
+// when the client may still be sending.
 func (c *client) close() {
+	if c.state == csClosed || c.state == csLinger {
+		return
+	}
+	if c.shouldLinger() {
+		c.linger()
+		return
+	}
+	c.closeAfterFlush()
+}
+
+// closeAfterFlush closes once what is queued is sent, reading no more.
+func (c *client) closeAfterFlush() {
 	if c.state == csClosed {
 		return
 	}
@@ -595,9 +645,19 @@ func (c *client) onTimeout() {
 		c.release()
 		c.conn.Close()
 	case csBody:
+		// The client stopped sending: 408 unless an answer was begun, and the
+		// connection closes without lingering (close does not after a 408).
 		c.abortExchange()
 		c.keepAlive = false
-		c.failRequest(408)
+		if c.status != 0 {
+			c.closeAfterFlush()
+			return
+		}
+		c.respondStatus(408)
+	case csDiscard:
+		c.closeAfterFlush() // the body to drop stopped coming
+	case csLinger:
+		c.lingerTimedOut()
 	default:
 		// close()'s bound on the final flush (the write timeout usually comes
 		// first).

@@ -79,7 +79,7 @@ func directives() []conf.Directive {
 			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
 		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
 			Syntax: "client_max_body_size size;", Default: "1m",
-			Doc: "Largest request body; larger gets 413. 0 disables the check."},
+			Doc: "Largest request body: a larger Content-Length gets 413 as soon as the location is chosen (before its return), a chunked body once it grows past it; the body is then read and dropped. 0 disables the check."},
 		{Name: "client_body_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientBodyBufferSize }, bitClientBodyBuffer),
 			Syntax: "client_body_buffer_size size;", Default: "8k|16k",
 			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
@@ -95,6 +95,15 @@ func directives() []conf.Directive {
 		{Name: "send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientSendTimeout }, bitClientSendTimeout),
 			Syntax: "send_timeout time;", Default: "60s",
 			Doc: "Longest wait between two writes to the client; then the connection is closed."},
+		{Name: "lingering_close", Contexts: hsl, Args: conf.Args1, Set: setLingeringClose,
+			Syntax: "lingering_close off | on | always;", Default: "on",
+			Doc: "How a client connection closes while the client may still be sending: on: when a request body or pipelined input is unread, the sending side is shut first and input read and dropped until the client is done (so it reads the whole answer, no reset); always: after every last response; off: at once."},
+		{Name: "lingering_time", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTime }, bitLingeringTime),
+			Syntax: "lingering_time time;", Default: "30s",
+			Doc: "Longest time input is read and dropped after an answer: the body of a request answered without it (a body not over by then closes the connection), then a lingering close."},
+		{Name: "lingering_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTimeout }, bitLingeringTimeout),
+			Syntax: "lingering_timeout time;", Default: "5s",
+			Doc: "Longest wait for more input while it is read and dropped; then the connection is closed."},
 		{Name: "keepalive_timeout", Contexts: hsl, Args: conf.Args1 | conf.Args2, Set: setKeepaliveTimeout,
 			Syntax: "keepalive_timeout timeout [header_timeout];", Default: "75s",
 			Doc: "How long an idle client connection stays open (0 disables keep-alive); the second value is sent as Keep-Alive: timeout=N."},
@@ -151,6 +160,9 @@ type LocConf struct {
 	KeepaliveTimeout    time.Duration
 	KeepaliveHeader     time.Duration // keepalive_timeout's second value; 0: no Keep-Alive header
 	KeepaliveRequests   int
+	LingeringClose      LingeringClose
+	LingeringTime       time.Duration
+	LingeringTimeout    time.Duration
 	ServerTokens        bool
 	ErrorPages          []ErrorPage
 
@@ -196,6 +208,9 @@ const (
 	bitErrorPages
 	bitClientHeaderBuffer
 	bitLargeHeaderBuffers
+	bitLingeringClose
+	bitLingeringTime
+	bitLingeringTimeout
 	bitClientBodyBuffer
 	bitClientBodyTemp
 	bitIgnoreInvalid
@@ -214,6 +229,15 @@ type PassTarget struct {
 	Pos     conf.Pos
 	Group   *upstream.Group // resolved once the whole file is read (check)
 }
+
+// LingeringClose is lingering_close's value.
+type LingeringClose uint8
+
+const (
+	LingeringOn LingeringClose = iota // nginx's default
+	LingeringOff
+	LingeringAlways
+)
 
 // HeaderSetting is one proxy_set_header.
 type HeaderSetting struct {
@@ -319,6 +343,9 @@ func defaults() LocConf {
 		ClientSendTimeout:      60 * time.Second,
 		KeepaliveTimeout:       75 * time.Second,
 		KeepaliveRequests:      1000,
+		LingeringClose:         LingeringOn,
+		LingeringTime:          30 * time.Second,
+		LingeringTimeout:       5 * time.Second,
 		ServerTokens:           true,
 		ClientHeaderBufferSize: 1 << 10,
 		LargeHeaderBuffers:     4,
@@ -378,6 +405,9 @@ var inheritedFields = []struct {
 	{bitClientSendTimeout, func(c, p *LocConf) { c.ClientSendTimeout = p.ClientSendTimeout }},
 	{bitKeepaliveTimeout, func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
 	{bitKeepaliveRequests, func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
+	{bitLingeringClose, func(c, p *LocConf) { c.LingeringClose = p.LingeringClose }},
+	{bitLingeringTime, func(c, p *LocConf) { c.LingeringTime = p.LingeringTime }},
+	{bitLingeringTimeout, func(c, p *LocConf) { c.LingeringTimeout = p.LingeringTimeout }},
 	{bitServerTokens, func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
 	{bitErrorPages, func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
 	{bitClientHeaderBuffer, func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
@@ -627,6 +657,24 @@ func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	lc.ClientMaxBodySize = n
 	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setLingeringClose(c *conf.Cursor, s *conf.Stmt) error {
+	var v LingeringClose
+	switch strings.ToLower(s.Args[0].Value) { // nginx's enum values ignore case
+	case "on":
+		v = LingeringOn
+	case "off":
+		v = LingeringOff
+	case "always":
+		v = LingeringAlways
+	default:
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc := locConf(c)
+	lc.LingeringClose = v
+	lc.set |= bitLingeringClose
 	return nil
 }
 

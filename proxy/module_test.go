@@ -214,3 +214,39 @@ func (namingVars) AppendVar(dst []byte, id VarID, param string) []byte {
 	}
 	return append(dst, "[?]"...)
 }
+
+// TestLingeringDirectives: nginx's defaults (on, 30s, 5s), values set at any level
+// and inherited, and lingering_close's values (any case, as nginx's enums).
+func TestLingeringDirectives(t *testing.T) {
+	cfg := mustConf(t, `http {
+	lingering_time 10s;
+	server {
+		lingering_close ALWAYS;
+		location /inherit { }
+		location /own { lingering_close off; lingering_timeout 1s; }
+	}
+	server { location / { } }
+}`)
+	s1, s2 := cfg.HTTP.Servers[0], cfg.HTTP.Servers[1]
+	for _, tc := range []struct {
+		l       *conf.Location
+		close   LingeringClose
+		time    time.Duration
+		timeout time.Duration
+	}{
+		{s1.Locations[0], LingeringAlways, 10 * time.Second, 5 * time.Second},
+		{s1.Locations[1], LingeringOff, 10 * time.Second, time.Second},
+		{s2.Locations[0], LingeringOn, 10 * time.Second, 5 * time.Second},
+	} {
+		c := lc(tc.l)
+		if c.LingeringClose != tc.close || c.LingeringTime != tc.time || c.LingeringTimeout != tc.timeout {
+			t.Errorf("%s: %d %v %v, want %d %v %v", tc.l.Path, c.LingeringClose, c.LingeringTime, c.LingeringTimeout, tc.close, tc.time, tc.timeout)
+		}
+	}
+	if d := mustConf(t, "http { server { location / { } } }"); lc(d.HTTP.Servers[0].Locations[0]).LingeringTime != 30*time.Second {
+		t.Error("lingering_time's default is not 30s")
+	}
+	if _, err := loadConf(t, "http { lingering_close sometimes; }"); err == nil || !strings.Contains(err.Error(), `invalid value "sometimes" in "lingering_close" directive`) {
+		t.Errorf("bad lingering_close: %v", err)
+	}
+}

@@ -58,10 +58,23 @@ func addHeaderApplies(code int) bool {
 // respondStatus answers with the proxy's own page for code, or the error_page the
 // location maps it to.
 func (c *client) respondStatus(code int) {
+	if statusCloses(code) {
+		c.keepAlive = false
+	}
 	if c.errorPage(code) {
 		return
 	}
 	c.respond(code, "text/html", c.appendErrorPage(nil, code), nil)
+}
+
+// statusCloses is nginx's list of errors after which a connection does not carry
+// another request (ngx_http_special_response_handler), error_page or not.
+func statusCloses(code int) bool {
+	switch code {
+	case 400, 413, 414, 500, 501:
+		return true
+	}
+	return false
 }
 
 // appendErrorPage is nginx's built-in page for a status.
@@ -89,7 +102,23 @@ func (c *client) serverToken() string {
 // respondReturn carries out a return directive.
 func (c *client) respondReturn(r *Return) {
 	code := r.Code
+	if code < 400 || r.Text != nil {
+		// nginx's return answers through ngx_http_send_response, which first tells a
+		// client waiting for 100 Continue to send the body, then starts dropping it:
+		// a chunked body already here that is invalid makes the answer a 400.
+		if c.redirects == 0 && c.bodyFate == bodyOnWire && c.req.ExpectContinue() {
+			c.conn.Write(continue100)
+		}
+		if c.bodyUnread() && !c.bufferedChunksValid() {
+			c.respondStatus(400)
+			return
+		}
+	}
 	if r.Text == nil {
+		if code >= 400 {
+			c.respondStatus(code) // nginx's special response, as for its own errors
+			return
+		}
 		if code >= 300 && c.errorPage(code) {
 			return
 		}
@@ -151,8 +180,8 @@ func (c *client) errorPage(code int) bool {
 			c.forceStatus = ep.Status
 		}
 		c.internalGET = true
-		if c.body != bodyNone {
-			// The body was not read: the connection cannot carry another request.
+		if c.state == csBody {
+			// The body was cut short: the connection cannot carry another request.
 			c.keepAlive = false
 		}
 		if strings.HasPrefix(ep.Target, "@") {
@@ -191,8 +220,15 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	if c.forceStatus != 0 {
 		code = c.forceStatus
 	}
-	if c.bodyUnread() {
-		c.keepAlive = false // the rest of the body would be read as the next request
+	// A body not read yet is dropped after the answer; one cut short while it was
+	// read ends the connection (nginx's reading_body).
+	switch {
+	case c.state == csBody:
+		c.keepAlive = false
+	case c.bodyUnread():
+		if !c.discardBody() {
+			c.keepAlive = false // invalid chunked framing: the rest is not dropped
+		}
 	}
 	c.status = wireStatus(code)
 	now := time.Now()
@@ -231,15 +267,10 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 	c.w.scratch = head[:0]
 	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
 	c.conn.Write(head)
-	c.finish()
-}
-
-// bodyUnread reports a request body that was announced but not (wholly) read.
-func (c *client) bodyUnread() bool {
-	if c.state == csBody {
-		return true
+	if c.state == csDiscard {
+		return // the request finishes once the body is dropped
 	}
-	return c.body == bodyNone && (c.req.Chunked() || c.req.ContentLength() > 0)
+	c.finish()
 }
 
 func (c *client) isHEAD() bool { return string(c.req.Method()) == "HEAD" }
