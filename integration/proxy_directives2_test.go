@@ -1,0 +1,530 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Differential tests of proxy directives against nginx: each runs numaproxy and
+// Debian's nginx on the same http block, each with an upstream of its own that
+// behaves the same, and compares what clients get and what the upstreams receive.
+
+// recReq is one request as a recUpstream received it.
+type recReq struct {
+	Line   string              // the request line
+	Fields map[string][]string // by lower-case name, in order
+	Body   string
+	// BodyComplete: the body its framing announced arrived whole within bodyWait.
+	BodyComplete bool
+	Remote       string // the proxy's end of the connection
+	Conn         int64  // serial of the connection, from 1
+}
+
+func (r recReq) field(name string) string { return strings.Join(r.Fields[name], ", ") }
+
+// bodyWait is how long a recUpstream waits for a request body that its framing
+// announces (proxy_pass_request_body off sends the length without the body).
+const bodyWait = 300 * time.Millisecond
+
+// recUpstream is a keep-alive upstream on a TCP or unix-domain listener that records
+// each request and answers it with answer's raw response. A connection is closed
+// after a response that says Connection: close, or a body that did not arrive.
+type recUpstream struct {
+	Addr     string // 127.0.0.1:port, or the socket's path
+	accepted atomic.Int64
+	mu       sync.Mutex
+	reqs     []recReq
+}
+
+func newRecUpstream(t *testing.T, network string, answer func(r recReq) string) *recUpstream {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		dir, err := os.MkdirTemp("", "np") // short: a socket path has 107 bytes at most
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		addr = filepath.Join(dir, "up.sock")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &recUpstream{Addr: ln.Addr().String()}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serial := u.accepted.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					c.SetReadDeadline(time.Now().Add(30 * time.Second))
+					r, ok := readRecReq(c, br)
+					if r.Line == "" {
+						return
+					}
+					r.Remote, r.Conn = c.RemoteAddr().String(), serial
+					u.mu.Lock()
+					u.reqs = append(u.reqs, r)
+					u.mu.Unlock()
+					resp := answer(r)
+					c.SetWriteDeadline(time.Now().Add(ioTimeout))
+					if _, err := io.WriteString(c, resp); err != nil || !ok || strings.Contains(strings.ToLower(resp), "connection: close") {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return u
+}
+
+// readRecReq reads one request; ok is false when its body did not arrive whole.
+func readRecReq(c net.Conn, br *bufio.Reader) (recReq, bool) {
+	head, err := readHead(br)
+	if err != nil {
+		return recReq{}, false
+	}
+	lines := strings.Split(strings.TrimRight(head, "\r\n"), "\r\n")
+	r := recReq{Line: lines[0], Fields: map[string][]string{}}
+	for _, l := range lines[1:] {
+		name, value, _ := strings.Cut(l, ":")
+		name = strings.ToLower(name)
+		r.Fields[name] = append(r.Fields[name], strings.TrimSpace(value))
+	}
+	c.SetReadDeadline(time.Now().Add(bodyWait))
+	var body io.Reader
+	switch {
+	case strings.EqualFold(r.field("transfer-encoding"), "chunked"):
+		body = httputil.NewChunkedReader(br)
+	case r.field("content-length") != "":
+		n, _ := strconv.ParseInt(r.field("content-length"), 10, 64)
+		body = io.LimitReader(br, n)
+	default:
+		r.BodyComplete = true
+		return r, true
+	}
+	data, err := io.ReadAll(body)
+	r.Body = string(data)
+	if err == nil && body != nil {
+		if lr, ok := body.(*io.LimitedReader); ok && lr.N > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	r.BodyComplete = err == nil
+	return r, r.BodyComplete
+}
+
+func (u *recUpstream) requests() []recReq {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.reqs)
+}
+
+func (u *recUpstream) last(t *testing.T) recReq {
+	t.Helper()
+	r := u.requests()
+	if len(r) == 0 {
+		t.Fatal("the upstream received no request")
+	}
+	return r[len(r)-1]
+}
+
+// okAnswer answers 200 with a body that names the request line.
+func okAnswer(r recReq) string {
+	body := r.Line
+	return "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// proxyTarget is numaproxy or nginx running a test's configuration.
+type proxyTarget struct {
+	name string
+	addr string
+	ng   *nginxInstance // nil for numaproxy
+	in   *instance      // nil for nginx
+}
+
+// startBoth runs numaproxy and nginx, each on the http block conf makes for its
+// listen address and its own upstream (made by newUp).
+func startBoth[U any](t *testing.T, newUp func() U, conf func(listen string, up U) string) (targets [2]proxyTarget, ups [2]U) {
+	t.Helper()
+	for i, name := range []string{"numaproxy", "nginx"} {
+		ups[i] = newUp()
+		addr := addrFor(t)
+		targets[i] = proxyTarget{name: name, addr: addr}
+		if i == 0 {
+			targets[i].in = startHTTP(t, conf(addr, ups[i]), addr)
+		} else {
+			targets[i].ng = startNginx(t, conf(addr, ups[i]), addr)
+		}
+	}
+	return targets, ups
+}
+
+// rawExchange sends raw request bytes on a new connection and reads one response
+// (to a request of method); the body is returned, the response's Body is drained.
+func rawExchange(t *testing.T, addr, method, req string) (*http.Response, string) {
+	t.Helper()
+	cl := newClient(t, addr)
+	cl.send(req)
+	return cl.read(method)
+}
+
+// serverToken matches the server's name and version in bodies and fields.
+var serverToken = regexp.MustCompile(`(numaproxy|nginx)(/[0-9.]+)?`)
+
+// norm replaces the server's name in s, for comparing pages.
+func norm(s string) string { return serverToken.ReplaceAllString(s, "SERVER") }
+
+// sameObservations fails the test where numaproxy's observations differ from nginx's.
+func sameObservations(t *testing.T, what string, np, ng []string) {
+	t.Helper()
+	if !slices.Equal(np, ng) {
+		var b strings.Builder
+		for i := 0; i < max(len(np), len(ng)); i++ {
+			var a, c string
+			if i < len(np) {
+				a = np[i]
+			}
+			if i < len(ng) {
+				c = ng[i]
+			}
+			mark := "  "
+			if a != c {
+				mark = "!="
+			}
+			fmt.Fprintf(&b, "%s numaproxy %q\n   nginx     %q\n", mark, a, c)
+		}
+		t.Errorf("%s: numaproxy and nginx differ:\n%s", what, b.String())
+	}
+}
+
+// TestProxyUnixSocketUpstream: proxy_pass http://unix:/path:/uri and a server
+// unix:/path of an upstream block reach a unix-domain socket upstream, with Host
+// localhost, $upstream_addr unix:/path, and keep-alive connections reused; a socket
+// nobody listens on is 502.
+func TestProxyUnixSocketUpstream(t *testing.T) {
+	t.Parallel()
+	targets, ups := startBoth(t, func() *recUpstream { return newRecUpstream(t, "unix", okAnswer) },
+		func(listen string, up *recUpstream) string {
+			return `
+  upstream us { server unix:` + up.Addr + `; keepalive 4; }
+  server {
+    listen ` + listen + `;
+    location /u/ { proxy_pass http://unix:` + up.Addr + `:/base/; }
+    location /plain/ { proxy_pass http://unix:` + up.Addr + `; add_header X-Up $upstream_addr; }
+    location /ka/ { proxy_pass http://us; proxy_http_version 1.1; proxy_set_header Connection ""; add_header X-Up $upstream_addr; }
+    location /dead/ { proxy_pass http://unix:` + up.Addr + `.none:/; }
+  }`
+		})
+	var obs [2][]string
+	for i, tg := range targets {
+		up := ups[i]
+		c := keepAliveClient(nil)
+		for _, path := range []string{"/u/x?y=1", "/plain/z", "/ka/1", "/ka/2", "/ka/3", "/dead/"} {
+			resp, body := get(t, c, "http://"+tg.addr+path)
+			seen := ""
+			if resp.StatusCode == 200 {
+				r := up.last(t)
+				seen = r.Line + " Host=" + r.field("host") + " Connection=" + r.field("connection") + " conn#" + strconv.FormatInt(r.Conn, 10)
+			}
+			xup := strings.ReplaceAll(resp.Header.Get("X-Up"), up.Addr, "PATH")
+			obs[i] = append(obs[i], fmt.Sprintf("%s: %d %q X-Up=%s | %s", path, resp.StatusCode, norm(body), xup, seen))
+		}
+		if n := up.accepted.Load(); n != 3 {
+			t.Errorf("%s: %d connections to the unix socket, want 3 (two closed, one kept alive for /ka/)", tg.name, n)
+		}
+	}
+	sameObservations(t, "unix-domain upstream", obs[0], obs[1])
+	if want := `/u/x?y=1: 200 "GET /base/x?y=1 HTTP/1.0" X-Up= | GET /base/x?y=1 HTTP/1.0 Host=localhost Connection=close conn#1`; obs[0][0] != want {
+		t.Errorf("numaproxy: %s\nwant %s", obs[0][0], want)
+	}
+}
+
+// TestProxyPassRequestBodyHeadersMethod: proxy_pass_request_body off sends the
+// client's body length without the body (nginx does: a proxy_set_header
+// Content-Length "" removes it), a chunked one counted first;
+// proxy_pass_request_headers off sends only the proxy_set_header fields; proxy_method
+// with and without variables, and after an error_page redirect (nginx keeps it over
+// the redirect's GET); inheritance into nested locations; a client's Content-Length:
+// 0 is passed on.
+func TestProxyPassRequestBodyHeadersMethod(t *testing.T) {
+	t.Parallel()
+	targets, ups := startBoth(t, func() *recUpstream { return newRecUpstream(t, "tcp", okAnswer) },
+		func(listen string, up *recUpstream) string {
+			return `
+  server {
+    listen ` + listen + `;
+    location /body { proxy_pass http://` + up.Addr + `; }
+    location /nobody { proxy_pass http://` + up.Addr + `; proxy_pass_request_body off; }
+    location /nobody-nocl { proxy_pass http://` + up.Addr + `; proxy_pass_request_body off; proxy_set_header Content-Length ""; }
+    location /nohdr { proxy_pass http://` + up.Addr + `; proxy_pass_request_headers off; proxy_set_header X-Set "set $http_x_a"; }
+    location /m/ { proxy_pass http://` + up.Addr + `; proxy_method $arg_m; }
+    location /put { proxy_pass http://` + up.Addr + `; proxy_method PUT; }
+    location /ep { return 404; error_page 404 /put; }
+    location /nested/ {
+      proxy_pass_request_body off;
+      proxy_method PATCH;
+      location /nested/in { proxy_pass http://` + up.Addr + `; proxy_http_version 1.1; }
+    }
+  }`
+		})
+	reqs := []struct{ method, path, extra, body string }{
+		{"POST", "/body", "Content-Length: 5\r\n", "hello"},
+		{"POST", "/body", "Content-Length: 0\r\n", ""},
+		{"POST", "/nobody", "Content-Length: 5\r\n", "hello"},
+		{"POST", "/nobody", "Transfer-Encoding: chunked\r\n", "3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n"},
+		{"POST", "/nobody", "Transfer-Encoding: chunked\r\n", "0\r\n\r\n"},
+		{"GET", "/nobody", "", ""},
+		{"POST", "/nobody-nocl", "Content-Length: 5\r\n", "hello"},
+		{"POST", "/nohdr", "Content-Length: 5\r\nX-A: a\r\nUser-Agent: ua\r\n", "hello"},
+		{"GET", "/nohdr", "X-A: a\r\n", ""},
+		{"GET", "/m/1?m=DELETE", "", ""},
+		{"POST", "/m/2?m=PROPFIND", "Content-Length: 2\r\n", "hi"},
+		{"GET", "/put?q", "", ""},
+		{"HEAD", "/put", "", ""},
+		{"GET", "/ep?z", "", ""},
+		{"POST", "/nested/in", "Content-Length: 5\r\n", "hello"},
+		{"POST", "/nested/in", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n"},
+	}
+	var obs [2][]string
+	for i, tg := range targets {
+		for _, rq := range reqs {
+			n := len(ups[i].requests())
+			resp, body := rawExchange(t, tg.addr, rq.method, rq.method+" "+rq.path+" HTTP/1.1\r\nHost: h\r\nConnection: close\r\n"+rq.extra+"\r\n"+rq.body)
+			line := fmt.Sprintf("%s %s %q: %d %q", rq.method, rq.path, rq.extra, resp.StatusCode, body)
+			if got := ups[i].requests(); len(got) > n {
+				r := got[n]
+				line += fmt.Sprintf(" | %s CL=%q TE=%q body=%q complete=%v X-A=%q UA=%q X-Set=%q Conn=%q",
+					r.Line, r.field("content-length"), r.field("transfer-encoding"), r.Body, r.BodyComplete,
+					r.field("x-a"), r.field("user-agent"), r.field("x-set"), r.field("connection"))
+			}
+			obs[i] = append(obs[i], line)
+		}
+	}
+	sameObservations(t, "request body, headers and method", obs[0], obs[1])
+	for _, want := range []string{
+		`POST /nobody "Content-Length: 5\r\n": 200 "POST /nobody HTTP/1.0" | POST /nobody HTTP/1.0 CL="5" TE="" body="" complete=false`,
+		`POST /nobody "Transfer-Encoding: chunked\r\n": 200 "POST /nobody HTTP/1.0" | POST /nobody HTTP/1.0 CL="5" TE="" body="" complete=false`,
+		`GET /put?q "": 200 "PUT /put?q HTTP/1.0" | PUT /put?q HTTP/1.0`,
+		`GET /ep?z "": 404 "PUT /put HTTP/1.0" | PUT /put HTTP/1.0`,
+	} {
+		found := false
+		for _, o := range obs[0] {
+			found = found || strings.HasPrefix(o, want)
+		}
+		if !found {
+			t.Errorf("numaproxy: no observation starts %s", want)
+		}
+	}
+
+	// Where numaproxy differs on purpose: a proxy_method that evaluates to nothing
+	// uses the client's method (nginx sends an empty one), one that is not a token
+	// answers 500 (nginx sends it as it is).
+	np := targets[0]
+	if resp, _ := rawExchange(t, np.addr, "GET", "GET /m/3?m= HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 200 || ups[0].last(t).Line != "GET /m/3?m= HTTP/1.0" {
+		t.Errorf("an empty proxy_method: %d, upstream got %q", resp.StatusCode, ups[0].last(t).Line)
+	}
+	n := len(ups[0].requests())
+	if resp, _ := rawExchange(t, np.addr, "GET", "GET /m/4?m=a(b HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 500 || len(ups[0].requests()) != n {
+		t.Errorf("an invalid proxy_method: %d, upstream requests %d -> %d", resp.StatusCode, n, len(ups[0].requests()))
+	}
+	np.in.waitLog(`proxy_method made an invalid method "a(b"`)
+}
+
+// TestProxyCookieRewrite: proxy_cookie_domain and proxy_cookie_path rewrite the
+// Domain and Path attributes of upstream Set-Cookie fields as nginx does: plain
+// domains (any case, leading dots kept), path prefixes, ~regex and ~*regex with
+// captures and variables, the first matching rule, "off", inheritance, and the value
+// written out again ("; " between attributes) only when something was rewritten.
+func TestProxyCookieRewrite(t *testing.T) {
+	t.Parallel()
+	cookies := []string{
+		"a=1; Domain=example.com; Path=/app/x",
+		"b=2;domain=.EXAMPLE.com;path=/app/",
+		"c=3; Path=/api/v2/items; Domain=x.internal; HttpOnly",
+		"d=4 ; path = /CASE/y ; secure",
+		"e; domain=example.com; path=/app/",
+		"f=5; Max-Age=10",
+		"g=6; Domain=sub.example.net; Domain=example.com",
+		"h=7;; Path=/app/z;  ",
+		"domain=example.com; path=/app/",
+		"i=8; Path=/apply; Domain=example.community",
+	}
+	answer := func(r recReq) string {
+		var b strings.Builder
+		b.WriteString("HTTP/1.1 200 OK\r\n")
+		for _, c := range cookies {
+			b.WriteString("Set-Cookie: " + c + "\r\n")
+		}
+		b.WriteString("Content-Length: 2\r\n\r\nok")
+		return b.String()
+	}
+	targets, _ := startBoth(t, func() *recUpstream { return newRecUpstream(t, "tcp", answer) },
+		func(listen string, up *recUpstream) string {
+			return `
+  server {
+    listen ` + listen + `;
+    proxy_cookie_domain example.com $host;
+    location /d/ { proxy_pass http://` + up.Addr + `; }
+    location /d2/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_cookie_domain .Example.COM new.example;
+      proxy_cookie_domain ~^(.+)\.internal$ $1.public;
+      proxy_cookie_domain "~^sub\.(.*)" sub2.$1;
+    }
+    location /doff/ { proxy_pass http://` + up.Addr + `; proxy_cookie_domain off; }
+    location /p/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_cookie_domain off;
+      proxy_cookie_path /app/ /p/;
+      proxy_cookie_path ~^/api/(v[0-9]+)(.*) /x/$1$2;
+      proxy_cookie_path ~*^/case "/lower$uri";
+      proxy_cookie_path /app /never/;
+    }
+    location /both/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_cookie_path / /both/;
+      location /both/nested { proxy_pass http://` + up.Addr + `; proxy_cookie_path off; }
+    }
+  }`
+		})
+	var obs [2][]string
+	for i, tg := range targets {
+		c := keepAliveClient(nil)
+		for _, path := range []string{"/d/1", "/d2/1", "/doff/1", "/p/1", "/both/1", "/both/nested"} {
+			resp, _ := get(t, c, "http://"+tg.addr+path, "Host", "front.test")
+			for _, v := range resp.Header.Values("Set-Cookie") {
+				obs[i] = append(obs[i], path+": "+v)
+			}
+		}
+	}
+	sameObservations(t, "Set-Cookie rewriting", obs[0], obs[1])
+	for _, want := range []string{
+		"/d/1: a=1; Domain=front.test; Path=/app/x",
+		"/d2/1: b=2; domain=.new.example; path=/app/",
+		"/d2/1: c=3; Path=/api/v2/items; Domain=x.public; HttpOnly",
+		"/p/1: c=3; Path=/x/v2/items; Domain=x.internal; HttpOnly",
+		"/p/1: d=4; path=/lower/p/1; secure",
+		"/p/1: i=8; Path=/never/ly; Domain=example.community",
+	} {
+		if !slices.Contains(obs[0], want) {
+			t.Errorf("numaproxy: no %q in\n%s", want, strings.Join(obs[0], "\n"))
+		}
+	}
+}
+
+// statusAnswer answers with the status NNN named by a "/sNNN" segment of the path
+// (200 without one) and a body naming it; a 401 carries two WWW-Authenticate fields.
+func statusAnswer(r recReq) string {
+	code := "200"
+	if i := strings.Index(r.Line, "/s"); i >= 0 && i+5 <= len(r.Line) {
+		code = r.Line[i+2 : i+5]
+	}
+	body := "upstream " + code + " for " + r.Line
+	extra := ""
+	if code == "401" {
+		extra = "WWW-Authenticate: Basic realm=\"a\"\r\nWWW-Authenticate: Bearer\r\n"
+	}
+	return "HTTP/1.1 " + code + " X\r\n" + extra + "X-Up: 1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// TestProxyInterceptErrorsRecursive: proxy_intercept_errors replaces upstream
+// responses of 300 and more that the location's error_page names (a 401 keeping its
+// WWW-Authenticate), leaves the others; recursive_error_pages lets a page's own error
+// get a page, up to nginx's 10 internal redirects (then 500); a return with a text
+// is sent as it is, without error_page.
+func TestProxyInterceptErrorsRecursive(t *testing.T) {
+	t.Parallel()
+	targets, ups := startBoth(t, func() *recUpstream { return newRecUpstream(t, "tcp", statusAnswer) },
+		func(listen string, up *recUpstream) string {
+			return `
+  server {
+    listen ` + listen + `;
+    location /ie/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_intercept_errors on;
+      error_page 404 /err404;
+      error_page 401 /err401;
+      error_page 302 =200 /err302;
+      error_page 503 @named;
+      error_page 307 http://example.com/moved;
+    }
+    location /noie/ { proxy_pass http://` + up.Addr + `; error_page 404 /err404; }
+    location /ie-noep/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; }
+    location /ie-loop/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; error_page 404 /ie-loop/s404; }
+    location /rec/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; recursive_error_pages on; error_page 404 /rec/s404; }
+    location /rec2/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; recursive_error_pages on; error_page 404 /rec2/s403; error_page 403 /err404; }
+    location = /err404 { return 200 "page404 $uri $args"; }
+    location = /err401 { return 401; }
+    location = /err302 { return 200 "page302"; }
+    location @named { proxy_pass http://` + up.Addr + `; }
+    location /ret-text { return 404 "text"; error_page 404 /err404; }
+    location /ret-404 { return 404; error_page 404 /err404; }
+    location /r1 { return 404; error_page 404 /r2; }
+    location /r2 { return 404; error_page 404 /r3; }
+    location /r3 { return 200 "r3"; }
+    location /r4 { recursive_error_pages on; return 404; error_page 404 /r5; }
+    location /r5 { return 404; error_page 404 /r6; }
+    location /r6 { return 200 "r6"; }
+    location /cyc { recursive_error_pages on; return 404; error_page 404 /cyc; }
+  }`
+		})
+	paths := []string{"/ie/s404?a=1", "/ie/s401", "/ie/s302", "/ie/s503", "/ie/s500", "/ie/s307", "/ie/s200",
+		"/noie/s404", "/ie-noep/s404", "/ie-loop/s404", "/rec/s404", "/rec2/s404",
+		"/ret-text", "/ret-404", "/r1", "/r4", "/cyc"}
+	var obs [2][]string
+	for i, tg := range targets {
+		c := keepAliveClient(nil)
+		for _, p := range paths {
+			n := len(ups[i].requests())
+			resp, body := get(t, c, "http://"+tg.addr+p)
+			// nginx 1.22 passes the first WWW-Authenticate only (1.23 all of them).
+			obs[i] = append(obs[i], fmt.Sprintf("%s: %d %q WWW-Authenticate=%q Location=%q X-Up=%q upstream requests %d",
+				p, resp.StatusCode, norm(body), resp.Header.Get("WWW-Authenticate"), resp.Header.Get("Location"),
+				resp.Header.Get("X-Up"), len(ups[i].requests())-n))
+			if i == 0 && p == "/ie/s401" && len(resp.Header.Values("WWW-Authenticate")) != 2 {
+				t.Errorf("numaproxy: WWW-Authenticate %q, want both of the upstream's", resp.Header.Values("WWW-Authenticate"))
+			}
+		}
+		resp, body := rawExchange(t, tg.addr, "HEAD", "HEAD /ie/s404 HTTP/1.1\r\nHost: h\r\n\r\n")
+		obs[i] = append(obs[i], fmt.Sprintf("HEAD /ie/s404: %d %q", resp.StatusCode, body))
+	}
+	sameObservations(t, "proxy_intercept_errors and recursive_error_pages", obs[0], obs[1])
+	for _, want := range []string{
+		`/ie/s404?a=1: 404 "page404 /err404 " WWW-Authenticate="" Location="" X-Up="" upstream requests 1`,
+		`/ie/s401: 401 "<html>`,
+		`/rec/s404: 500 "<html>`,
+		`/cyc: 500 "<html>`,
+		`/ret-text: 404 "text"`,
+	} {
+		found := false
+		for _, o := range obs[0] {
+			found = found || strings.HasPrefix(o, want)
+		}
+		if !found {
+			t.Errorf("numaproxy: no observation starts %s", want)
+		}
+	}
+	targets[0].in.waitLog("rewrite or internal redirection cycle while internally redirecting to \"/cyc\"")
+}
