@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Differential tests of proxy directives against nginx: each runs numaproxy and
@@ -527,4 +529,368 @@ func TestProxyInterceptErrorsRecursive(t *testing.T) {
 		}
 	}
 	targets[0].in.waitLog("rewrite or internal redirection cycle while internally redirecting to \"/cyc\"")
+}
+
+// headOfSize answers /h/N with a response whose head is exactly N bytes, /big with
+// a 1 MiB field, /many/N with N small fields; anything else with a small head.
+func headOfSize(r recReq) string {
+	path := strings.Fields(r.Line)[1]
+	const base = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" // 36 bytes
+	switch {
+	case strings.Contains(path, "/h/"):
+		n, _ := strconv.Atoi(path[strings.LastIndex(path, "/")+1:])
+		return base + "X-Pad: " + strings.Repeat("p", n-len(base)-len("X-Pad: \r\n\r\n")) + "\r\n\r\nok"
+	case strings.HasSuffix(path, "/big"):
+		return base + "X-Big: " + strings.Repeat("b", 1<<20) + "\r\n\r\nok"
+	case strings.Contains(path, "/many/"):
+		n, _ := strconv.Atoi(path[strings.LastIndex(path, "/")+1:])
+		return base + strings.Repeat("X-F: f\r\n", n) + "\r\nok"
+	}
+	return base + "\r\nok"
+}
+
+// TestProxyBufferSize: proxy_buffer_size bounds the upstream response head as in
+// nginx: a head of exactly that size passes, one byte more (or a 1 MiB field) is
+// "upstream sent too big header", an invalid header that proxy_next_upstream can
+// pass to the next server and that is otherwise 502.
+func TestProxyBufferSize(t *testing.T) {
+	t.Parallel()
+	type pair struct{ big, ok *recUpstream }
+	targets, ups := startBoth(t, func() pair {
+		return pair{newRecUpstream(t, "tcp", headOfSize), newRecUpstream(t, "tcp", okAnswer)}
+	}, func(listen string, up pair) string {
+		return `
+  upstream two { server ` + up.big.Addr + `; server ` + up.ok.Addr + `; }
+  server {
+    listen ` + listen + `;
+    location /def/ { proxy_pass http://` + up.big.Addr + `; }
+    location /small/ { proxy_pass http://` + up.big.Addr + `; proxy_buffer_size 1k; }
+    location /next/ { proxy_pass http://two; proxy_next_upstream invalid_header; }
+    location /nonext/ { proxy_pass http://two; proxy_next_upstream off; }
+  }`
+	})
+	// A head of exactly the buffer's size is not compared: nginx 1.22 takes it, then
+	// reads the body into the full buffer, gets 0 bytes and reports "upstream
+	// prematurely closed connection" (the client sees a truncated response).
+	paths := []string{"/def/h/4095", "/def/h/4097", "/def/big", "/def/many/90", "/small/h/1023", "/small/h/1025", "/small/x", "/next/big", "/next/big"}
+	var obs [2][]string
+	for i, tg := range targets {
+		c := keepAliveClient(nil)
+		for _, p := range paths {
+			resp, body := get(t, c, "http://"+tg.addr+p)
+			obs[i] = append(obs[i], fmt.Sprintf("%s: %d %q", p, resp.StatusCode, norm(body)))
+		}
+		if n := len(ups[i].ok.requests()); n != 2 {
+			t.Errorf("%s: the second server of the group got %d requests, want 2", tg.name, n)
+		}
+	}
+	sameObservations(t, "proxy_buffer_size", obs[0], obs[1])
+	if !strings.HasPrefix(obs[0][0], "/def/h/4095: 200") || !strings.HasPrefix(obs[0][1], "/def/h/4097: 502") || !strings.HasPrefix(obs[0][2], "/def/big: 502") {
+		t.Errorf("numaproxy: %q", obs[0][:3])
+	}
+	for _, p := range []string{"/def/h/4096", "/small/h/1024"} {
+		if resp, body := get(t, keepAliveClient(nil), "http://"+targets[0].addr+p); resp.StatusCode != 200 || body != "ok" {
+			t.Errorf("numaproxy %s, a head of exactly proxy_buffer_size: %d %q", p, resp.StatusCode, body)
+		}
+	}
+	targets[0].in.waitLog("upstream sent too big header")
+	if !strings.Contains(targets[1].ng.errorLog(), "upstream sent too big header") {
+		t.Error("nginx did not log a too big header")
+	}
+}
+
+// upstreamSocketKeepalive reports SO_KEEPALIVE of every socket of process pid
+// connected to peer (a host:port), taken from the process with pidfd_getfd.
+func upstreamSocketKeepalive(t *testing.T, pid int, peer string) []int {
+	t.Helper()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", pid, err)
+	}
+	defer unix.Close(pidfd)
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		if link, _ := os.Readlink(filepath.Join(dir, e.Name())); !strings.HasPrefix(link, "socket:") {
+			continue
+		}
+		n, _ := strconv.Atoi(e.Name())
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if sa, err := unix.Getpeername(fd); err == nil {
+			if in4, ok := sa.(*unix.SockaddrInet4); ok && net.JoinHostPort(net.IP(in4.Addr[:]).String(), strconv.Itoa(in4.Port)) == peer {
+				v, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+				out = append(out, v)
+			}
+		}
+		unix.Close(fd)
+	}
+	return out
+}
+
+// TestProxyBindAndSocketKeepalive: proxy_bind sets the source address of upstream
+// connections (fixed, with a port, from a variable, empty or invalid: none, with
+// transparent, off in a nested location; an address of the wrong family is 500);
+// proxy_socket_keepalive sets SO_KEEPALIVE on them, as nginx does.
+func TestProxyBindAndSocketKeepalive(t *testing.T) {
+	t.Parallel()
+	// Each its own source port: the first one's closed connection stays in
+	// TIME_WAIT on it, and a bind to it fails for a while (nginx does not set
+	// SO_REUSEADDR for TCP either).
+	var srcPorts []int
+	slowKA := func(r recReq) string {
+		if strings.Contains(r.Line, "/ka/") {
+			time.Sleep(200 * time.Millisecond) // the two requests overlap: two connections
+		}
+		return okAnswer(r)
+	}
+	targets, ups := startBoth(t, func() *recUpstream { return newRecUpstream(t, "tcp", slowKA) },
+		func(listen string, up *recUpstream) string {
+			srcPort := freePort(t)
+			srcPorts = append(srcPorts, srcPort)
+			return `
+  upstream ka { server ` + up.Addr + `; keepalive 4; }
+  server {
+    listen ` + listen + `;
+    location /fixed { proxy_pass http://` + up.Addr + `; proxy_bind 127.0.0.2; }
+    location /port { proxy_pass http://` + up.Addr + `; proxy_bind 127.0.0.2:` + strconv.Itoa(srcPort) + `; }
+    location /var { proxy_pass http://` + up.Addr + `; proxy_bind $http_x_src; }
+    location /transparent { proxy_pass http://` + up.Addr + `; proxy_bind 127.0.0.4 transparent; }
+    location /v6 { proxy_pass http://` + up.Addr + `; proxy_bind ::1; }
+    location /outer/ {
+      proxy_bind 127.0.0.5;
+      location /outer/in { proxy_pass http://` + up.Addr + `; }
+      location /outer/off { proxy_pass http://` + up.Addr + `; proxy_bind off; }
+    }
+    location /ka/on { proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_socket_keepalive on; }
+    location /ka/off { proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }`
+		})
+	reqs := []struct{ path, src string }{
+		{"/fixed", ""}, {"/port", ""}, {"/var", "127.0.0.3"}, {"/var", ""}, {"/var", "nope"},
+		{"/transparent", ""}, {"/v6", ""}, {"/outer/in", ""}, {"/outer/off", ""},
+	}
+	var obs [2][]string
+	for i, tg := range targets {
+		c := keepAliveClient(nil)
+		for _, rq := range reqs {
+			n := len(ups[i].requests())
+			resp, _ := get(t, c, "http://"+tg.addr+rq.path, "X-Src", rq.src)
+			seen := ""
+			if got := ups[i].requests(); len(got) > n {
+				host, port, _ := net.SplitHostPort(got[n].Remote)
+				if port == strconv.Itoa(srcPorts[i]) {
+					host += ":SRCPORT"
+				}
+				seen = host
+			}
+			obs[i] = append(obs[i], fmt.Sprintf("%s X-Src=%q: %d from %s", rq.path, rq.src, resp.StatusCode, seen))
+		}
+		pid := 0
+		if tg.ng != nil {
+			pid = tg.ng.worker(t)
+		} else {
+			pid = tg.in.cmd.Process.Pid
+		}
+		get(t, c, "http://"+tg.addr+"/fixed") // a closed connection: not counted below
+		// Two requests at once: two kept connections, one with SO_KEEPALIVE.
+		var wg sync.WaitGroup
+		for _, p := range []string{"/ka/on", "/ka/off"} {
+			wg.Add(1)
+			go func() { defer wg.Done(); get(t, keepAliveClient(nil), "http://"+tg.addr+p) }()
+		}
+		wg.Wait()
+		keep := upstreamSocketKeepalive(t, pid, ups[i].Addr)
+		slices.Sort(keep)
+		obs[i] = append(obs[i], fmt.Sprintf("SO_KEEPALIVE of the kept connections: %v", keep))
+	}
+	sameObservations(t, "proxy_bind and proxy_socket_keepalive", obs[0], obs[1])
+	want := []string{
+		`/fixed X-Src="": 200 from 127.0.0.2`, `/port X-Src="": 200 from 127.0.0.2:SRCPORT`,
+		`/var X-Src="127.0.0.3": 200 from 127.0.0.3`, `/var X-Src="": 200 from 127.0.0.1`, `/var X-Src="nope": 200 from 127.0.0.1`,
+		`/transparent X-Src="": 200 from 127.0.0.4`, `/v6 X-Src="": 500 from `,
+		`/outer/in X-Src="": 200 from 127.0.0.5`, `/outer/off X-Src="": 200 from 127.0.0.1`,
+		`SO_KEEPALIVE of the kept connections: [0 1]`,
+	}
+	if !slices.Equal(obs[0], want) {
+		t.Errorf("numaproxy:\n%s\nwant\n%s", strings.Join(obs[0], "\n"), strings.Join(want, "\n"))
+	}
+	targets[0].in.waitLog(`invalid local address "nope"`)
+	targets[0].in.waitLog(`bind(::1) failed`)
+}
+
+// abortUpstream is a keep-alive upstream that answers each request 300 ms late,
+// recording whether the proxy closed the connection before that.
+type abortUpstream struct {
+	*rawUpstream
+	mu     sync.Mutex
+	events []string // per request: "conn N answered" or "conn N closed early"
+}
+
+func newAbortUpstream(t *testing.T) *abortUpstream {
+	u := &abortUpstream{}
+	var serial atomic.Int64
+	u.rawUpstream = newRawUpstream(t, func(c net.Conn) {
+		n := serial.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			_, err := br.ReadByte()
+			event := fmt.Sprintf("conn %d answered", n)
+			if !isTimeout(err) {
+				event = fmt.Sprintf("conn %d closed early", n)
+			}
+			u.mu.Lock()
+			u.events = append(u.events, event)
+			u.mu.Unlock()
+			if !isTimeout(err) {
+				return
+			}
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone")
+		}
+	})
+	return u
+}
+
+func (u *abortUpstream) log() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.events)
+}
+
+// TestProxyIgnoreClientAbort: a client that closes its connection while its request
+// waits for the upstream ends the upstream exchange (the upstream sees its connection
+// closed) unless proxy_ignore_client_abort is on: then the response is read whole and
+// the upstream connection kept alive for the next request, as nginx does.
+func TestProxyIgnoreClientAbort(t *testing.T) {
+	t.Parallel()
+	targets, ups := startBoth(t, func() *abortUpstream { return newAbortUpstream(t) },
+		func(listen string, up *abortUpstream) string {
+			return `
+  upstream ka { server ` + up.Addr + `; keepalive 4; }
+  server {
+    listen ` + listen + `;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location /on { proxy_pass http://ka; proxy_ignore_client_abort on; }
+    location /off { proxy_pass http://ka; }
+  }`
+		})
+	var obs [2][]string
+	for i, tg := range targets {
+		up := ups[i]
+		for _, loc := range []string{"/on", "/off"} {
+			n := len(up.log())
+			c := dial(t, tg.addr)
+			io.WriteString(c, "GET "+loc+" HTTP/1.1\r\nHost: h\r\n\r\n")
+			time.Sleep(50 * time.Millisecond)
+			c.Close()
+			waitFor(t, "the upstream's verdict", 5*time.Second, func() bool { return len(up.log()) > n })
+			time.Sleep(100 * time.Millisecond) // the response on its way to be cached, or not
+			if resp, body := get(t, keepAliveClient(nil), "http://"+tg.addr+loc); resp.StatusCode != 200 || body != "done" {
+				t.Fatalf("%s %s after an abort: %d %q", tg.name, loc, resp.StatusCode, body)
+			}
+			obs[i] = append(obs[i], loc+": "+strings.Join(up.log()[n:], ", "))
+		}
+	}
+	sameObservations(t, "proxy_ignore_client_abort", obs[0], obs[1])
+	want := []string{"/on: conn 1 answered, conn 1 answered", "/off: conn 1 closed early, conn 2 answered"}
+	if !slices.Equal(obs[0], want) {
+		t.Errorf("numaproxy: %q, want %q", obs[0], want)
+	}
+}
+
+// TestProxyXAccelBuffering: an upstream's X-Accel-Buffering: no turns proxy_buffering
+// off for its response and "yes" on, unless proxy_ignore_headers names the field; it
+// is hidden from the client. (numaproxy only: nginx buffers into temporary files, so
+// how much it takes ahead of a client is not comparable; TestProxyBuffering measures
+// the same way.)
+func TestProxyXAccelBuffering(t *testing.T) {
+	t.Parallel()
+	const total = 16 << 20
+	var written, proxyPort sync.Map // path -> *atomic.Int64
+	counter := func(m *sync.Map, path string) *atomic.Int64 {
+		v, _ := m.LoadOrStore(path, new(atomic.Int64))
+		return v.(*atomic.Int64)
+	}
+	up := newRawUpstream(t, func(c net.Conn) {
+		c.(*net.TCPConn).SetWriteBuffer(16 << 10)
+		head, err := readHead(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		path := strings.Fields(head)[1]
+		counter(&proxyPort, path).Store(int64(c.RemoteAddr().(*net.TCPAddr).Port))
+		xab := map[string]string{"/on/no": "no", "/off/yes": "YES", "/ign/no": "no"}[path]
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Accel-Buffering: "+xab+"\r\nContent-Length: "+strconv.Itoa(total)+"\r\n\r\n")
+		chunk := make([]byte, 1<<10)
+		for sent := 0; sent < total; sent += len(chunk) {
+			n, err := c.Write(chunk)
+			counter(&written, path).Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    location /on/ { proxy_pass http://`+up.Addr+`; }
+    location /off/ { proxy_pass http://`+up.Addr+`; proxy_buffering off; }
+    location /ign/ { proxy_pass http://`+up.Addr+`; proxy_ignore_headers X-Accel-Buffering; }
+  }`, addr)
+	port := func(a string) int { p, _ := strconv.Atoi(a[strings.LastIndexByte(a, ':')+1:]); return p }
+	// held is what the proxy read from the upstream and holds in its own queue once
+	// the upstream stalls against a client that reads only the head.
+	held := func(path string) int64 {
+		c := dial(t, addr)
+		defer c.Close()
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		prev, stable := int64(-1), 0
+		for deadline := time.Now().Add(10 * time.Second); stable < 10; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the upstream never stalled", path)
+			}
+			if n := counter(&written, path).Load(); n == prev && n > 0 {
+				stable++
+			} else {
+				prev, stable = n, 0
+			}
+		}
+		pp, cp := int(counter(&proxyPort, path).Load()), port(c.LocalAddr().String())
+		kernel := tcpQueue(t, port(up.Addr), pp, true) + tcpQueue(t, pp, port(up.Addr), false) +
+			tcpQueue(t, port(addr), cp, true) + tcpQueue(t, cp, port(addr), false)
+		br := bufio.NewReader(c)
+		head, err := readHead(br)
+		if err != nil || strings.Contains(strings.ToLower(head), "x-accel-buffering") {
+			t.Fatalf("%s: head %q %v", path, head, err)
+		}
+		if n, err := io.CopyN(io.Discard, br, total); err != nil {
+			t.Fatalf("%s: got %d of %d: %v", path, n, total, err)
+		}
+		return prev - kernel
+	}
+	for _, tc := range []struct {
+		path     string
+		buffered bool
+	}{{"/on/no", false}, {"/off/yes", true}, {"/ign/no", true}} {
+		h := held(tc.path)
+		t.Logf("%s: the proxy held %d KiB", tc.path, h>>10)
+		// As TestProxyBuffering: buffered, between the watermarks (256 and 64 KiB);
+		// unbuffered, at most one read (64 KiB).
+		if tc.buffered && (h < 128<<10 || h > 330<<10) || !tc.buffered && h > 65<<10 {
+			t.Errorf("%s: the proxy held %d bytes; buffered %v", tc.path, h, tc.buffered)
+		}
+	}
 }
