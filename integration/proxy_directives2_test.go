@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -891,6 +892,117 @@ func TestProxyXAccelBuffering(t *testing.T) {
 		// unbuffered, at most one read (64 KiB).
 		if tc.buffered && (h < 128<<10 || h > 330<<10) || !tc.buffered && h > 65<<10 {
 			t.Errorf("%s: the proxy held %d bytes; buffered %v", tc.path, h, tc.buffered)
+		}
+	}
+}
+
+// fieldsAnswer answers with the fields its query asks for (h=Name:value, repeated)
+// and status=NNN; a path under /a/loop always redirects to itself.
+func fieldsAnswer(r recReq) string {
+	target := strings.Fields(r.Line)[1]
+	u, _ := url.Parse(target)
+	status := "200"
+	var hdr strings.Builder
+	for _, h := range u.Query()["h"] {
+		name, value, _ := strings.Cut(h, ":")
+		hdr.WriteString(name + ": " + value + "\r\n")
+	}
+	if s := u.Query().Get("status"); s != "" {
+		status = s
+	}
+	if strings.HasPrefix(u.Path, "/a/loop") {
+		hdr.WriteString("X-Accel-Redirect: /a/loop\r\n")
+	}
+	body := "upstream: " + r.Line
+	return "HTTP/1.1 " + status + " X\r\n" + hdr.String() + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// TestProxyXAccelRedirect: an upstream's X-Accel-Redirect is an internal redirect
+// to its URI (arguments included, decoded once, ".." refused with 404) or @named
+// location, as GET (HEAD stays), carrying Content-Type, Set-Cookie (rewritten),
+// Content-Disposition, Cache-Control, Expires and Accept-Ranges over to the new
+// response; proxy_ignore_headers X-Accel-Redirect passes the response instead; the
+// fields nginx acts on only with a cache, limit_rate or charset change nothing; an
+// error_page target keeps its own arguments; a redirection cycle ends in 500.
+func TestProxyXAccelRedirect(t *testing.T) {
+	t.Parallel()
+	targets, ups := startBoth(t, func() *recUpstream { return newRecUpstream(t, "tcp", fieldsAnswer) },
+		func(listen string, up *recUpstream) string {
+			return `
+  server {
+    listen ` + listen + `;
+    location /a/ { proxy_pass http://` + up.Addr + `; proxy_cookie_path /up/ /front/; }
+    location /ign/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_ignore_headers X-Accel-Redirect X-Accel-Expires Expires Cache-Control Set-Cookie Vary X-Accel-Limit-Rate X-Accel-Charset;
+    }
+    location /target/ { proxy_pass http://` + up.Addr + `; }
+    location /ret/ { return 200 "returned $uri $args $request_method"; }
+    location @named { return 200 "named $uri $args $request_method"; }
+    location /ie/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; error_page 404 /ret/from-error-page?e=1; }
+  }`
+		})
+	q := func(path string, kv ...string) string {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Add(kv[i], kv[i+1])
+		}
+		return path + "?" + v.Encode()
+	}
+	carry := []string{"h", "Content-Type:text/foo", "h", "Set-Cookie:a=1; path=/up/x", "h", "Set-Cookie:b=2",
+		"h", "Cache-Control:no-cache", "h", "X-Other:1", "h", "Content-Disposition:attachment",
+		"h", "Expires:Thu, 01 Jan 1970 00:00:01 GMT", "h", "Accept-Ranges:bytes", "h", "Vary:Accept"}
+	reqs := []struct{ method, path string }{
+		{"GET", q("/a/1", append([]string{"h", "X-Accel-Redirect:/target/t?q=1"}, carry...)...)},
+		{"GET", q("/a/2", append([]string{"h", "X-Accel-Redirect:/ret/r?z=2"}, carry...)...)},
+		{"GET", q("/a/3", "h", "X-Accel-Redirect:@named", "status", "404")},
+		{"POST", q("/a/4", "h", "X-Accel-Redirect:/target/p")},
+		{"GET", q("/a/5", "h", "X-Accel-Redirect:/../etc")},
+		{"GET", q("/a/6", "h", "X-Accel-Redirect:/ret/%41b%2F..x")},
+		{"GET", q("/a/7", "h", "X-Accel-Redirect:/ret/a/%2e%2e/b")},
+		{"GET", q("/ign/8", append([]string{"h", "X-Accel-Redirect:/ret/x", "h", "X-Accel-Charset:koi8-r", "h", "X-Accel-Expires:10",
+			"h", "X-Accel-Limit-Rate:1"}, carry...)...)},
+		// (Not X-Accel-Limit-Rate, which nginx acts on and numaproxy does not.)
+		{"GET", q("/a/9", "h", "X-Accel-Charset:koi8-r", "h", "Content-Type:text/html", "h", "X-Accel-Expires:5")},
+		{"HEAD", q("/a/10", "h", "X-Accel-Redirect:/target/h")},
+		{"GET", "/ie/s?status=404"},
+		{"GET", "/a/loop"},
+	}
+	var obs [2][]string
+	for i, tg := range targets {
+		for _, rq := range reqs {
+			n := len(ups[i].requests())
+			body := ""
+			if rq.method == "POST" {
+				body = "Content-Length: 4\r\n\r\nbody"
+			} else {
+				body = "\r\n"
+			}
+			resp, got := rawExchange(t, tg.addr, rq.method, rq.method+" "+rq.path+" HTTP/1.1\r\nHost: h\r\n"+body)
+			var lines []string
+			for _, r := range ups[i].requests()[n:] {
+				lines = append(lines, r.Line)
+			}
+			h := resp.Header
+			obs[i] = append(obs[i], fmt.Sprintf("%s %s: %d %q type=%q cookies=%q cc=%q other=%q cd=%q exp=%q ar=%q vary=%q xa=%q | upstream %q",
+				rq.method, rq.path, resp.StatusCode, norm(got), h.Get("Content-Type"), h.Values("Set-Cookie"), h.Get("Cache-Control"),
+				h.Get("X-Other"), h.Get("Content-Disposition"), h.Get("Expires"), h.Get("Accept-Ranges"), h.Get("Vary"),
+				h.Get("X-Accel-Redirect"), lines))
+		}
+	}
+	sameObservations(t, "X-Accel-Redirect", obs[0], obs[1])
+	for _, want := range []string{
+		`GET /a/2?`, `200 "returned /ret/r z=2 GET" type="text/foo" cookies=["a=1; path=/front/x" "b=2"] cc="no-cache" other="" cd="attachment"`,
+		`POST /a/4?`, `200 "upstream: GET /target/p HTTP/1.0"`,
+		`GET /ie/s?status=404: 404 "returned /ret/from-error-page e=1 GET"`,
+		`GET /a/loop: 500 `,
+	} {
+		found := false
+		for _, o := range obs[0] {
+			found = found || strings.Contains(o, want)
+		}
+		if !found {
+			t.Errorf("numaproxy: nothing has %s", want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -749,6 +750,12 @@ func (ex *exchange) startResponse(headLen int) {
 		ex.intercept(code, headLen)
 		return
 	}
+	if code != 101 && c.lcf.IgnoreHeaders&IgnoreXAccelRedirect == 0 {
+		if uri, ok := ex.resp.Headers.Get("x-accel-redirect"); ok {
+			ex.accelRedirect(uri, headLen)
+			return
+		}
+	}
 	ex.head2 = ex.appendResponseHead()
 	rest := ex.rbuf[headLen:]
 	if code == 101 {
@@ -897,6 +904,106 @@ func (ex *exchange) intercept(code, headLen int) {
 	}
 	ex.end()
 	c.respondStatus(code)
+}
+
+// accelRedirect serves the request again from the URI or @named location of an
+// upstream's X-Accel-Redirect, as nginx: the response's Content-Type, Set-Cookie
+// (rewritten by proxy_cookie_*), Content-Disposition, Cache-Control, Expires and
+// Accept-Ranges pass on to the new response, the rest of it is dropped (the
+// connection kept if it has no body), the request goes on as GET (HEAD stays HEAD);
+// a URI that is not safe (a ".." segment, a NUL, once decoded) is 404.
+func (ex *exchange) accelRedirect(uri []byte, headLen int) {
+	c := ex.c
+	for i := 0; i < ex.resp.Headers.Len(); i++ {
+		name, value := ex.resp.Headers.Name(i), ex.resp.Headers.Value(i)
+		switch {
+		case equalFoldBytes(name, "content-type"):
+			c.carriedType = append(c.carriedType[:0], value...)
+		case equalFoldBytes(name, "set-cookie") && (c.lcf.CookieDomains != nil || c.lcf.CookiePaths != nil):
+			c.carried = append(append(c.carried, name...), ": "...)
+			mark := len(c.carried)
+			c.carried = append(escapeControls(c.appendCookie(c.carried, value), mark), "\r\n"...)
+		case equalFoldBytes(name, "set-cookie"), equalFoldBytes(name, "content-disposition"), equalFoldBytes(name, "cache-control"),
+			equalFoldBytes(name, "expires"), equalFoldBytes(name, "accept-ranges"):
+			c.carried = append(append(append(append(c.carried, name...), ": "...), value...), "\r\n"...)
+		}
+	}
+	ex.bal.Done(ex.peer, time.Now(), false)
+	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
+		conn := ex.conn
+		ex.conn = nil
+		ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+	}
+	if c.state == csBody {
+		c.keepAlive = false // the rest of the upload is not read
+	}
+	// The body went to this upstream and is not sent again: a named location gets
+	// the request as GET too (nginx keeps the method there, and resends the body it
+	// buffered).
+	c.internalGET = true
+	if len(uri) > 0 && uri[0] == '@' {
+		target := string(uri)
+		ex.end()
+		c.internalRedirect(target)
+		return
+	}
+	path, args, ok := unsafeURI(uri, ex.w.scratch[:0])
+	if ok {
+		setURI(c, path, args) // before end: args lie in the response buffer
+	}
+	ex.end()
+	if !ok {
+		ex.w.log.Error("upstream sent an unsafe X-Accel-Redirect \""+string(escapeControls(append([]byte(nil), uri...), 0))+"\"", "client", c.remote.String())
+		c.respondStatus(404)
+		return
+	}
+	c.redirects++
+	if c.redirects > maxURIChanges {
+		c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+string(c.uriBuf)+"\"", "client", c.remote.String())
+		c.serverError()
+		return
+	}
+	c.route()
+}
+
+// unsafeURI is nginx's ngx_http_parse_unsafe_uri: the path of uri (up to "?",
+// percent-decoded into dst) and its arguments; ok is false for an empty path, a NUL
+// or a ".." segment.
+func unsafeURI(uri, dst []byte) (path, args []byte, ok bool) {
+	raw := uri
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		raw, args = uri[:i], uri[i+1:]
+	}
+	if len(raw) == 0 {
+		return nil, nil, false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && i+2 < len(raw) && isHex(raw[i+1]) && isHex(raw[i+2]) {
+			dst = append(dst, unhex(raw[i+1])<<4|unhex(raw[i+2]))
+			i += 2
+			continue
+		}
+		dst = append(dst, raw[i])
+	}
+	for _, p := range [][]byte{raw, dst} {
+		if bytes.IndexByte(p, 0) >= 0 || bytes.HasPrefix(p, []byte("../")) || bytes.Equal(p, []byte("..")) ||
+			bytes.Contains(p, []byte("/../")) || bytes.HasSuffix(p, []byte("/..")) {
+			return nil, nil, false
+		}
+	}
+	return dst, args, true
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // cacheable reports whether the upstream connection can carry another request now

@@ -83,7 +83,9 @@ type request struct {
 	// errorPageDone: an error met error pages with recursive_error_pages off, so no
 	// later error gets one (nginx's r->error_page).
 	errorPageDone bool
-	carried       []byte // fields an intercepted upstream response passes on to the page that replaces it
+	carried       []byte // fields an upstream response passes on to what replaces it (intercepted error, X-Accel-Redirect)
+	carriedType   []byte // the Content-Type an X-Accel-Redirect response passes on
+	args          []byte // $args after an internal redirect (uriChanged)
 	uriChanged    bool   // an error_page redirect replaced $uri (and dropped the arguments)
 	forceStatus   int    // the status an error_page imposes on the response; 0: none
 	internalGET   bool   // after an error_page redirect the request goes on as GET
@@ -292,7 +294,7 @@ func (c *client) begin() {
 	c.snap = c.w.snapshotFor(c.local)
 	c.started = time.Now()
 	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
-	c.errorPageDone, c.carried = false, c.carried[:0]
+	c.errorPageDone, c.carried, c.carriedType, c.args = false, c.carried[:0], c.carriedType[:0], c.args[:0]
 	c.body, c.buffering = bodyNone, false
 	c.srv, c.loc, c.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()

@@ -136,11 +136,11 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 	return h
 }
 
-// query is the request's arguments ($args): the client's, none after an internal
-// redirect (an error_page target carries no arguments of the original).
+// query is the request's arguments ($args): the client's, or after an internal
+// redirect those of its target (error_page /page?x=1, X-Accel-Redirect), if any.
 func (c *client) query() ([]byte, bool) {
 	if c.uriChanged {
-		return nil, false
+		return c.args, len(c.args) > 0
 	}
 	return c.req.Query()
 }

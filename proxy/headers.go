@@ -55,8 +55,10 @@ func (ex *exchange) appendResponseHead() []byte {
 	upgrade := code == 101
 	buffering := lcf.Buffering
 	rewriteCookies := lcf.CookieDomains != nil || lcf.CookiePaths != nil
+	contentType := false
 	for i := 0; i < resp.Headers.Len(); i++ {
 		name, value := resp.Headers.Name(i), resp.Headers.Value(i)
+		contentType = contentType || equalFoldBytes(name, "content-type")
 		if lcf.IgnoreHeaders&IgnoreXAccelBuffering == 0 && equalFoldBytes(name, "x-accel-buffering") {
 			// As nginx: "yes" or "no" (any case) overrides proxy_buffering.
 			if equalFoldBytes(value, "yes") {
@@ -92,6 +94,10 @@ func (ex *exchange) appendResponseHead() []byte {
 			h = append(h, value...)
 		}
 		h = append(h, "\r\n"...)
+	}
+	if !contentType && len(c.carriedType) > 0 {
+		// An X-Accel-Redirect response's type, which this response does not replace.
+		h = append(append(append(h, "Content-Type: "...), c.carriedType...), "\r\n"...)
 	}
 	if !upgrade {
 		h = ex.appendClientFraming(h)

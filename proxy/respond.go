@@ -118,8 +118,13 @@ func (c *client) respondReturn(r *Return) {
 		return
 	}
 	// A status with a text is sent as it is: error_page does not apply (nginx sends
-	// it with ngx_http_send_response, not as a special response).
-	c.respond(code, "text/plain", text, nil)
+	// it with ngx_http_send_response, not as a special response). Its type is
+	// text/plain unless an X-Accel-Redirect response passed one on.
+	contentType := "text/plain"
+	if len(c.carriedType) > 0 {
+		contentType = string(c.carriedType)
+	}
+	c.respond(code, contentType, text, nil)
 }
 
 // respondAutoRedirect is nginx's 301 from "/dir" to "/dir/" for a proxied prefix
@@ -201,20 +206,24 @@ func (c *client) internalRedirect(target string) {
 		c.serveLocation()
 		return
 	}
-	if i := strings.IndexByte(target, '?'); i >= 0 {
-		target = target[:i]
-	}
-	if cap(c.uriBuf) < len(target) {
+	path, args, _ := strings.Cut(target, "?")
+	setURI(c, path, args)
+	c.route()
+}
+
+// setURI makes path $uri and args $args for an internal redirect.
+func setURI[T string | []byte](c *client, path, args T) {
+	if cap(c.uriBuf) < len(path) {
 		// Pool buffers only: a grown slice must not go back to the pool.
 		pool := c.conn.Loop().Pool()
 		if c.uriBuf != nil {
 			pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		}
-		c.uriBuf = pool.Get(len(target))[:0]
+		c.uriBuf = pool.Get(len(path))[:0]
 	}
-	c.uriBuf = append(c.uriBuf[:0], target...)
+	c.uriBuf = append(c.uriBuf[:0], path...)
+	c.args = append(c.args[:0], args...)
 	c.uriChanged = true
-	c.route()
 }
 
 // serverError answers 500 with the built-in page, whatever status an error_page
