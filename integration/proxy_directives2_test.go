@@ -809,6 +809,41 @@ func TestProxyIgnoreClientAbort(t *testing.T) {
 	if !slices.Equal(obs[0], want) {
 		t.Errorf("numaproxy: %q, want %q", obs[0], want)
 	}
+
+	// An exchange that outlived its client and then fails (the upstream closes
+	// without an answer, or sends a body that ends early) releases the request
+	// state cleanly (checkNoPanic), and the instance serves on.
+	var closed atomic.Int64
+	bad := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		head, err := readHead(br)
+		if err != nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		if strings.Contains(head, "/short") {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("x", 50000))
+		}
+		closed.Add(1)
+	})
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    proxy_ignore_client_abort on;
+    location / { proxy_pass http://`+bad.Addr+`; }
+  }`, addr)
+	for _, p := range []string{"/close", "/short"} {
+		c := dial(t, addr)
+		io.WriteString(c, "GET "+p+" HTTP/1.1\r\nHost: h\r\n\r\n")
+		time.Sleep(50 * time.Millisecond)
+		c.Close()
+	}
+	waitFor(t, "the upstream to close twice", 5*time.Second, func() bool { return closed.Load() == 2 })
+	time.Sleep(100 * time.Millisecond)
+	if resp, _ := get(t, keepAliveClient(nil), "http://"+addr+"/close"); resp.StatusCode != 502 {
+		t.Errorf("after the orphaned failures: %d", resp.StatusCode)
+	}
 }
 
 // TestProxyXAccelBuffering: an upstream's X-Accel-Buffering: no turns proxy_buffering
