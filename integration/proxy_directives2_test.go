@@ -353,6 +353,41 @@ func TestProxyPassRequestBodyHeadersMethod(t *testing.T) {
 		t.Errorf("an invalid proxy_method: %d, upstream requests %d -> %d", resp.StatusCode, n, len(ups[0].requests()))
 	}
 	np.in.waitLog(`proxy_method made an invalid method "a(b"`)
+
+	// An upstream connection told of a body it did not get is not reused: the
+	// server may take the next request for that body (nginx reuses it).
+	ka := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	addr := addrFor(t)
+	startHTTP(t, `
+  upstream ka { server `+ka.Addr+`; keepalive 2; }
+  server {
+    listen `+addr+`;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location /withheld { proxy_pass http://ka; proxy_pass_request_body off; }
+  }`, addr)
+	for i := 0; i < 3; i++ {
+		if resp, body := rawExchange(t, addr, "POST", "POST /withheld HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("withheld body: %d %q", resp.StatusCode, body)
+		}
+	}
+	if resp, _ := rawExchange(t, addr, "GET", "GET /withheld HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	if resp, _ := rawExchange(t, addr, "GET", "GET /withheld HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	if n := ka.accepted.Load(); n != 4 {
+		t.Errorf("%d upstream connections for 3 requests whose body was withheld and 2 without a body, want 4", n)
+	}
 }
 
 // TestProxyCookieRewrite: proxy_cookie_domain and proxy_cookie_path rewrite the

@@ -62,6 +62,9 @@ type exchange struct {
 	reqDone   bool     // the whole request has been read from the client
 	upgrade   bool     // the request asks for an upgrade and the head carries Upgrade
 	connClose bool     // the head asks the upstream to close after the response
+	// bodyWithheld: proxy_pass_request_body off kept a body from the upstream, which
+	// may still wait for the length it was told: its connection is not reused.
+	bodyWithheld bool
 
 	resp      http1.Response
 	rbuf      []byte // pooled: the response head as it arrives
@@ -1009,7 +1012,8 @@ func unhex(c byte) byte {
 // cacheable reports whether the upstream connection can carry another request now
 // that its response ended (clean: no stray bytes followed it).
 func (ex *exchange) cacheable(clean bool) bool {
-	return ex.conn != nil && clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0
+	return ex.conn != nil && clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 &&
+		!ex.bodyWithheld
 }
 
 // complete ends a response that arrived whole: the upstream connection is cached

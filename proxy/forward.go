@@ -46,6 +46,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 	// (proxy_pass_request_body off) a proxy_set_header Content-Length takes the
 	// place of nginx's default, the client's body length.
 	bodyOut := !c.internalGET && c.body != bodyNone && lcf.PassRequestBody
+	ex.bodyWithheld = !c.internalGET && c.body != bodyNone && !lcf.PassRequestBody
 	for i := range lcf.SetHeaders {
 		s := &lcf.SetHeaders[i]
 		if bodyOut && (equalFold(s.Name, "content-length") || equalFold(s.Name, "transfer-encoding")) {
