@@ -121,7 +121,7 @@ func directives() []conf.Directive {
 			Doc:    "The method of upstream requests instead of the client's (variables allowed; a value that is empty uses the client's, one that is not a token answers 500)."},
 		{Name: "proxy_pass_request_body", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PassRequestBody }, bitPassRequestBody),
 			Syntax: "proxy_pass_request_body on | off;", Default: "on",
-			Doc: "off: the request body is read and dropped, not sent upstream; as in nginx the Content-Length of the client's body is still sent (a chunked body is read whole to count it) unless proxy_set_header Content-Length \"\" removes it."},
+			Doc: "off: the request body is read and dropped, not sent upstream; as in nginx the Content-Length of the client's body is still sent (a chunked body is read whole to count it) unless proxy_set_header Content-Length \"\" removes it. Such an upstream connection is not kept alive."},
 		{Name: "proxy_pass_request_headers", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PassRequestHeaders }, bitPassRequestHeaders),
 			Syntax: "proxy_pass_request_headers on | off;", Default: "on",
 			Doc: "off: only the proxy_set_header fields (and the body's framing) go upstream, none of the client's."},
