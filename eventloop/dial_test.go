@@ -2,6 +2,7 @@ package eventloop
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -102,5 +103,109 @@ func TestDialTimeout(t *testing.T) {
 	}
 	if !timedOut {
 		t.Fatal("no connect timed out against a full accept queue")
+	}
+}
+
+// dialWith connects with o on l and reports the outcome and, once open, what
+// check saw on the connection's socket.
+func dialWith(t *testing.T, l *Loop, addr netip.AddrPort, o DialOptions, check func(Conn)) dialResult {
+	t.Helper()
+	res := make(chan dialResult, 1)
+	h := &funcHandler{
+		open: func(c Conn) {
+			check(c)
+			res <- dialResult{opened: true}
+			_ = c.Close()
+		},
+		close: func(c Conn, err error) {
+			select {
+			case res <- dialResult{err: err}:
+			default:
+			}
+		},
+	}
+	onLoop(t, l, func() {
+		if _, err := l.DialWith(addr, o, h, nil); err != nil {
+			res <- dialResult{err: err}
+		}
+	})
+	return recv(t, res)
+}
+
+func TestDialUnix(t *testing.T) {
+	l, _ := startLoop(t, Config{Handler: echoHandler()})
+	path := t.TempDir() + "/s.sock"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 16)
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+		c.Close()
+	}()
+	r := dialWith(t, l, netip.AddrPort{}, DialOptions{Unix: path, KeepAlive: true, Timeout: time.Minute}, func(c Conn) {
+		_, _ = c.Write([]byte("over unix"))
+	})
+	if !r.opened {
+		t.Fatalf("dial unix: %v", r.err)
+	}
+	if s := recv(t, got); s != "over unix" {
+		t.Fatalf("read %q", s)
+	}
+	// No listener: refused at once, not a set-up error.
+	ln.Close()
+	r = dialWith(t, l, netip.AddrPort{}, DialOptions{Unix: path}, func(Conn) {})
+	var se *SetupError
+	if r.opened || r.err == nil || errors.As(r.err, &se) {
+		t.Fatalf("dial to a closed unix socket: %+v", r)
+	}
+}
+
+func TestDialOptions(t *testing.T) {
+	l, addr := startLoop(t, Config{Handler: echoHandler()})
+	peer := netip.MustParseAddrPort(addr)
+	for _, tc := range []struct {
+		name string
+		o    DialOptions
+		keep int
+		src  string
+	}{
+		{"default", DialOptions{}, 0, "127.0.0.1"},
+		{"keepalive and bind", DialOptions{KeepAlive: true, Local: netip.MustParseAddrPort("127.0.0.2:0")}, 1, "127.0.0.2"},
+		{"transparent", DialOptions{Local: netip.MustParseAddrPort("127.0.0.3:0"), Transparent: true}, 0, "127.0.0.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var keep, transparent int
+			var local netip.AddrPort
+			r := dialWith(t, l, peer, tc.o, func(c Conn) {
+				keep, _ = unix.GetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+				transparent, _ = unix.GetsockoptInt(c.Fd(), unix.IPPROTO_IP, unix.IP_TRANSPARENT)
+				local = c.LocalAddr()
+			})
+			if !r.opened {
+				var se *SetupError
+				if tc.o.Transparent && errors.As(r.err, &se) && errors.Is(r.err, unix.EPERM) {
+					t.Skip("IP_TRANSPARENT needs CAP_NET_ADMIN")
+				}
+				t.Fatalf("dial: %v", r.err)
+			}
+			if keep != tc.keep || local.Addr().String() != tc.src || (transparent == 1) != tc.o.Transparent {
+				t.Fatalf("SO_KEEPALIVE %d, source %s, IP_TRANSPARENT %d", keep, local, transparent)
+			}
+		})
+	}
+	// A source address of another family cannot be bound: a set-up error.
+	r := dialWith(t, l, peer, DialOptions{Local: netip.MustParseAddrPort("[::1]:0")}, func(Conn) {})
+	var se *SetupError
+	if r.opened || !errors.As(r.err, &se) || se.Op != "bind(::1)" {
+		t.Fatalf("bind of an IPv6 source to an IPv4 socket: %+v", r)
 	}
 }

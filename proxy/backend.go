@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +62,9 @@ type exchange struct {
 	reqDone   bool     // the whole request has been read from the client
 	upgrade   bool     // the request asks for an upgrade and the head carries Upgrade
 	connClose bool     // the head asks the upstream to close after the response
+	// bodyWithheld: proxy_pass_request_body off kept a body from the upstream, which
+	// may still wait for the length it was told: its connection is not reused.
+	bodyWithheld bool
 
 	resp      http1.Response
 	rbuf      []byte // pooled: the response head as it arrives
@@ -174,10 +179,11 @@ func (c *client) proxy() {
 	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
 		c.conn.Write(continue100)
 	}
-	if c.body == bodyChunked && c.lcf.HTTPMinor == 0 {
+	if c.body == bodyChunked && (c.lcf.HTTPMinor == 0 || !c.lcf.PassRequestBody) {
 		// An HTTP/1.0 server takes no chunked body: as nginx does (it buffers request
 		// bodies), read the whole body first, in memory up to client_body_buffer_size
-		// and in a temp file beyond, then send it with its length.
+		// and in a temp file beyond, then send it with its length. A body not passed
+		// on is read whole to count it: nginx sends its length all the same.
 		c.buffering = true
 		c.readBody()
 		return
@@ -217,7 +223,13 @@ func (c *client) startExchange() bool {
 	*ex = exchange{c: c, w: c.w, g: g, bal: c.w.balancer(g), firstTry: time.Now(), chunkIov: ex.chunkIov}
 	ex.resp.HeadRequest = c.isHEAD()
 	pool := c.conn.Loop().Pool()
-	ex.head = ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
+	head, ok := ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
+	ex.head = head
+	if !ok {
+		ex.end()
+		c.failRequest(500) // as nginx when it cannot build the request
+		return false
+	}
 	// A body read whole goes with the exchange, which sends it again on a retry.
 	ex.replay, c.bodyBuf = c.bodyBuf, nil
 	ex.file, c.spool = c.spool, bodyFile{}
@@ -229,6 +241,9 @@ func (c *client) startExchange() bool {
 // client_body_buffer_size, in a temp file beyond. It reports false when it failed and
 // answered the client.
 func (c *client) bufferChunk(data []byte) bool {
+	if !c.lcf.PassRequestBody {
+		return true // proxy_pass_request_body off: counted (bodyTotal), not kept
+	}
 	limit := c.lcf.ClientBodyBufferSize
 	for len(data) > 0 {
 		if c.bodyBuf == nil {
@@ -290,6 +305,9 @@ func (c *client) sendBuffered() {
 		c.putBodyBuf()
 	}
 	c.contentLength = c.spool.size + int64(len(c.bodyBuf))
+	if !c.lcf.PassRequestBody {
+		c.contentLength = c.bodyTotal
+	}
 	// The whole body is read: writes blocking upstream must not pause the client.
 	c.state = csWait
 	if c.startExchange() {
@@ -332,30 +350,38 @@ func (ex *exchange) connect() bool {
 		}
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
-		if idle, reqs := ex.w.takeIdle(p.Addr); idle != nil {
+		if idle, reqs := ex.w.takeIdle(p.Key()); idle != nil {
 			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
 			idle.SetContext(ex)
 			ex.send()
 			return ex.connected()
 		}
-		conn, err := ex.w.loop.Dial(p.Addr, c.lcf.ConnectTimeout, &ex.w.backends, ex)
-		if err != nil && localDialError(err) {
-			// This host is out of descriptors or memory: the server is not at fault
-			// (its state stays as it is) and the next one would fare no better. nginx
-			// answers 500 to a failed socket().
+		conn, err := ex.w.loop.DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.w.backends, ex)
+		var setup *eventloop.SetupError
+		if err != nil && (localDialError(err) || errors.As(err, &setup)) {
+			// This host is out of descriptors or memory, or could not set the socket
+			// up (proxy_bind): the server is not at fault (its state stays as it is)
+			// and the next one would fare no better. nginx answers 500 to a failed
+			// socket(), setsockopt() or bind().
 			ex.bal.Release(p)
-			msg := "socket() failed " + errorlog.Errno(err) + " while connecting to upstream"
-			if !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE) {
+			level, msg := errorlog.LevelAlert, "socket() failed "+errorlog.Errno(err)+" while connecting to upstream"
+			switch {
+			case setup != nil && setup.Op != "socket":
+				msg = setup.Op + " failed " + errorlog.Errno(err) + " while connecting to upstream"
+				if strings.HasPrefix(setup.Op, "bind") {
+					level = errorlog.LevelCrit
+				}
+			case !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE):
 				msg = "upstream connection failed on this host " + errorlog.Errno(err) + " while connecting to upstream"
 			}
-			ex.w.log.Log(context.Background(), errorlog.LevelAlert, msg, "upstream", p.Addr.String(), "client", c.remote.String())
+			ex.w.log.Log(context.Background(), level, msg, "upstream", p.String(), "client", c.remote.String())
 			ex.end()
 			c.failRequest(500)
 			return false
 		}
 		if err != nil {
 			ex.bal.Done(p, now, true)
-			ex.w.log.Error("connect() to upstream failed", "upstream", p.Addr.String(), "error", err.Error())
+			ex.w.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
 			if ex.canRetry(NextError) {
 				continue
 			}
@@ -419,7 +445,7 @@ func (ex *exchange) armRead() {
 
 // sendBody passes request body bytes on, keeping a copy for a retry while it fits.
 func (ex *exchange) sendBody(p []byte) {
-	if len(p) == 0 || ex.conn == nil {
+	if len(p) == 0 || ex.conn == nil || !ex.c.lcf.PassRequestBody {
 		return
 	}
 	ex.conn.Write(p)
@@ -534,7 +560,7 @@ func (c *client) idempotent() bool {
 // status (or closing the client if the response already started).
 func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	now := time.Now()
-	ex.w.log.Error(why, "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
+	ex.w.log.Error(why, "upstream", ex.peer.String(), "client", ex.c.remote.String())
 	// A cached connection that failed before any reply says nothing about the server.
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
 	if countsAsFailure {
@@ -589,7 +615,7 @@ func (ex *exchange) onTimeout() {
 		if ex.state == exTunnel {
 			what = "upstream timed out while proxying upgraded connection"
 		}
-		ex.w.log.Error(what, "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
+		ex.w.log.Error(what, "upstream", ex.peer.String(), "client", ex.c.remote.String())
 		ex.bal.Done(ex.peer, time.Now(), false)
 		ex.closeClient()
 	}
@@ -623,7 +649,7 @@ func (ex *exchange) onClose(err error) {
 			return
 		}
 		// The response is incomplete: the client must not take it as whole.
-		ex.w.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.Addr.String())
+		ex.w.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.String())
 		ex.bal.Done(ex.peer, time.Now(), false)
 		ex.closeClient()
 	case exTunnel:
@@ -668,9 +694,18 @@ func (ex *exchange) takeHead(data []byte) {
 		ex.rbuf = bigger
 	}
 	ex.rbuf = append(ex.rbuf, data...)
+	limit := c.lcf.BufferSize
 	for {
-		n, err := ex.resp.Parse(ex.rbuf)
+		// As nginx reads a head into a buffer of proxy_buffer_size: the parser sees
+		// at most that much, and a head that does not end within it is too big
+		// (its own limits are set past the view, so they never fire first).
+		view := ex.rbuf[:min(len(ex.rbuf), limit)]
+		ex.resp.Limits = http1.Limits{MaxLineSize: limit + 1, MaxHeadSize: limit + 1}
+		n, err := ex.resp.Parse(view)
 		if errors.Is(err, http1.ErrNeedMore) {
+			if len(view) == limit {
+				ex.fail(NextInvalidHeader, 502, "upstream sent too big header")
+			}
 			return
 		}
 		if err != nil {
@@ -709,10 +744,20 @@ func (ex *exchange) startResponse(headLen int) {
 		ex.dropConn()
 		ex.resetResponse()
 		if failure {
-			ex.w.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.Addr.String(), "status", code)
+			ex.w.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.String(), "status", code)
 		}
 		ex.connect()
 		return
+	}
+	if code >= 300 && c.lcf.InterceptErrors && c.lcf.hasErrorPage(code) {
+		ex.intercept(code, headLen)
+		return
+	}
+	if code != 101 && c.lcf.IgnoreHeaders&IgnoreXAccelRedirect == 0 {
+		if uri, ok := ex.resp.Headers.Get("x-accel-redirect"); ok {
+			ex.accelRedirect(uri, headLen)
+			return
+		}
 	}
 	ex.head2 = ex.appendResponseHead()
 	rest := ex.rbuf[headLen:]
@@ -809,7 +854,7 @@ func (ex *exchange) takeBody(data []byte) {
 			if err != nil {
 				// As nginx, an error after the response head does not mark the server
 				// failed.
-				ex.w.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.Addr.String(), "error", err.Error())
+				ex.w.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.String(), "error", err.Error())
 				ex.bal.Done(ex.peer, time.Now(), false)
 				ex.closeClient()
 				return
@@ -840,6 +885,137 @@ func (ex *exchange) takeBody(data []byte) {
 	}
 }
 
+// intercept replaces an upstream response by the location's error page for its
+// status (proxy_intercept_errors), as nginx's ngx_http_upstream_intercept_errors: a
+// 401 passes its WWW-Authenticate fields on to the page, the rest of the response is
+// dropped, and the connection is kept only if the response has no body.
+func (ex *exchange) intercept(code, headLen int) {
+	c := ex.c
+	if code == 401 {
+		for i := 0; i < ex.resp.Headers.Len(); i++ {
+			if name := ex.resp.Headers.Name(i); equalFoldBytes(name, "www-authenticate") {
+				c.carried = append(append(append(c.carried, name...), ": "...), ex.resp.Headers.Value(i)...)
+				c.carried = append(c.carried, "\r\n"...)
+			}
+		}
+	}
+	ex.bal.Done(ex.peer, time.Now(), false)
+	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
+		conn := ex.conn
+		ex.conn = nil
+		ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+	}
+	ex.end()
+	c.respondStatus(code)
+}
+
+// accelRedirect serves the request again from the URI or @named location of an
+// upstream's X-Accel-Redirect, as nginx: the response's Content-Type, Set-Cookie
+// (rewritten by proxy_cookie_*), Content-Disposition, Cache-Control, Expires and
+// Accept-Ranges pass on to the new response, the rest of it is dropped (the
+// connection kept if it has no body), the request goes on as GET (HEAD stays HEAD);
+// a URI that is not safe (a ".." segment, a NUL, once decoded) is 404.
+func (ex *exchange) accelRedirect(uri []byte, headLen int) {
+	c := ex.c
+	for i := 0; i < ex.resp.Headers.Len(); i++ {
+		name, value := ex.resp.Headers.Name(i), ex.resp.Headers.Value(i)
+		switch {
+		case equalFoldBytes(name, "content-type"):
+			c.carriedType = append(c.carriedType[:0], value...)
+		case equalFoldBytes(name, "set-cookie") && (c.lcf.CookieDomains != nil || c.lcf.CookiePaths != nil):
+			c.carried = append(append(c.carried, name...), ": "...)
+			mark := len(c.carried)
+			c.carried = append(escapeControls(c.appendCookie(c.carried, value), mark), "\r\n"...)
+		case equalFoldBytes(name, "set-cookie"), equalFoldBytes(name, "content-disposition"), equalFoldBytes(name, "cache-control"),
+			equalFoldBytes(name, "expires"), equalFoldBytes(name, "accept-ranges"):
+			c.carried = append(append(append(append(c.carried, name...), ": "...), value...), "\r\n"...)
+		}
+	}
+	ex.bal.Done(ex.peer, time.Now(), false)
+	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
+		conn := ex.conn
+		ex.conn = nil
+		ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+	}
+	if c.state == csBody {
+		c.keepAlive = false // the rest of the upload is not read
+	}
+	// The body went to this upstream and is not sent again: a named location gets
+	// the request as GET too (nginx keeps the method there, and resends the body it
+	// buffered).
+	c.internalGET = true
+	if len(uri) > 0 && uri[0] == '@' {
+		target := string(uri)
+		ex.end()
+		c.internalRedirect(target)
+		return
+	}
+	path, args, ok := unsafeURI(uri, ex.w.scratch[:0])
+	if ok {
+		setURI(c, path, args) // before end: args lie in the response buffer
+	}
+	ex.end()
+	if !ok {
+		ex.w.log.Error("upstream sent an unsafe X-Accel-Redirect \""+string(escapeControls(append([]byte(nil), uri...), 0))+"\"", "client", c.remote.String())
+		c.respondStatus(404)
+		return
+	}
+	c.redirects++
+	if c.redirects > maxURIChanges {
+		c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+string(c.uriBuf)+"\"", "client", c.remote.String())
+		c.serverError()
+		return
+	}
+	c.route()
+}
+
+// unsafeURI is nginx's ngx_http_parse_unsafe_uri: the path of uri (up to "?",
+// percent-decoded into dst) and its arguments; ok is false for an empty path, a NUL
+// or a ".." segment.
+func unsafeURI(uri, dst []byte) (path, args []byte, ok bool) {
+	raw := uri
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		raw, args = uri[:i], uri[i+1:]
+	}
+	if len(raw) == 0 {
+		return nil, nil, false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && i+2 < len(raw) && isHex(raw[i+1]) && isHex(raw[i+2]) {
+			dst = append(dst, unhex(raw[i+1])<<4|unhex(raw[i+2]))
+			i += 2
+			continue
+		}
+		dst = append(dst, raw[i])
+	}
+	for _, p := range [][]byte{raw, dst} {
+		if bytes.IndexByte(p, 0) >= 0 || bytes.HasPrefix(p, []byte("../")) || bytes.Equal(p, []byte("..")) ||
+			bytes.Contains(p, []byte("/../")) || bytes.HasSuffix(p, []byte("/..")) {
+			return nil, nil, false
+		}
+	}
+	return dst, args, true
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// cacheable reports whether the upstream connection can carry another request now
+// that its response ended (clean: no stray bytes followed it).
+func (ex *exchange) cacheable(clean bool) bool {
+	return ex.conn != nil && clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 &&
+		!ex.bodyWithheld
+}
+
 // complete ends a response that arrived whole: the upstream connection is cached
 // when it can carry another request (clean says no stray bytes followed), and the
 // client goes on.
@@ -848,9 +1024,10 @@ func (ex *exchange) complete(clean bool) {
 	ex.flushHead() // a body of no bytes: the head goes alone
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {
+		keep := ex.cacheable(clean)
 		ex.conn = nil
-		if clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 {
-			ex.w.cacheIdle(conn, ex.peer.Addr, ex.g, ex.connReqs+1)
+		if keep {
+			ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
 		} else {
 			conn.SetContext(nil)
 			conn.Close()
@@ -866,6 +1043,18 @@ func (ex *exchange) complete(clean bool) {
 		c.keepAlive = false
 	}
 	c.finish()
+}
+
+// orphan keeps the exchange going after its client closed, under
+// proxy_ignore_client_abort on, once the whole request was passed on: the response
+// is read to its end (and dropped) so that the upstream connection can be kept
+// alive, and the client's request state is released when the exchange ends (the
+// client's finish or close). It reports false when the exchange must be aborted.
+func (ex *exchange) orphan() bool {
+	if !ex.c.lcf.IgnoreClientAbort || !ex.reqDone || ex.c.state != csClosed {
+		return false
+	}
+	return ex.state == exConnecting || ex.state == exHead || ex.state == exBody
 }
 
 // abort ends the exchange without a response (the client went away or failed); the

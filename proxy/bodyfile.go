@@ -179,7 +179,7 @@ func (ex *exchange) sendFile() bool {
 		n := int(min(int64(len(buf)), ex.file.size-ex.fileSent))
 		if err := ex.file.readAt(buf[:n], ex.fileSent); err != nil {
 			pool.Put(buf)
-			ex.w.log.Error(err.Error(), "upstream", ex.peer.Addr.String(), "client", ex.c.remote.String())
+			ex.w.log.Error(err.Error(), "upstream", ex.peer.String(), "client", ex.c.remote.String())
 			c := ex.c
 			ex.abort()
 			c.ex = nil

@@ -83,19 +83,25 @@ type client struct {
 
 // request is the state of the request a client is serving.
 type request struct {
-	req         http1.Request
-	snap        *Snapshot
-	srv         *conf.Server
-	loc         *conf.Location
-	prefix      string // the matched prefix location's path, for proxy_pass URI replacement
-	uriBuf      []byte // pooled: the normalised path ($uri)
-	started     time.Time
-	status      int
-	bodySent    int64
-	redirects   int  // internal redirects (error_page) taken
-	uriChanged  bool // an error_page redirect replaced $uri (and dropped the arguments)
-	forceStatus int  // the status an error_page imposes on the response; 0: none
-	internalGET bool // after an error_page redirect the request goes on as GET
+	req       http1.Request
+	snap      *Snapshot
+	srv       *conf.Server
+	loc       *conf.Location
+	prefix    string // the matched prefix location's path, for proxy_pass URI replacement
+	uriBuf    []byte // pooled: the normalised path ($uri)
+	started   time.Time
+	status    int
+	bodySent  int64
+	redirects int // internal redirects (error_page) taken
+	// errorPageDone: an error met error pages with recursive_error_pages off, so no
+	// later error gets one (nginx's r->error_page).
+	errorPageDone bool
+	carried       []byte // fields an upstream response passes on to what replaces it (intercepted error, X-Accel-Redirect)
+	carriedType   []byte // the Content-Type an X-Accel-Redirect response passes on
+	args          []byte // $args after an internal redirect (uriChanged)
+	uriChanged    bool   // an error_page redirect replaced $uri (and dropped the arguments)
+	forceStatus   int    // the status an error_page imposes on the response; 0: none
+	internalGET   bool   // after an error_page redirect the request goes on as GET
 
 	body          bodyKind
 	contentLength int64    // the body length sent upstream (Content-Length)
@@ -306,6 +312,7 @@ func (c *client) begin() {
 	c.snap = c.w.snapshotFor(c.local)
 	c.started = time.Now()
 	c.status, c.bodySent, c.redirects, c.forceStatus, c.internalGET, c.uriChanged = 0, 0, 0, 0, false, false
+	c.errorPageDone, c.carried, c.carriedType, c.args = false, c.carried[:0], c.carriedType[:0], c.args[:0]
 	c.body, c.buffering = bodyNone, false
 	c.srv, c.loc, c.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()
@@ -531,6 +538,10 @@ func (c *client) failRequest(status int) {
 // finish ends the current request: the connection goes idle for the next one (or on
 // to a pipelined request) or closes.
 func (c *client) finish() {
+	if c.state == csClosed {
+		c.release() // the end of an exchange that outlived its client (ex.orphan)
+		return
+	}
 	pool := c.conn.Loop().Pool()
 	if c.request != nil && c.uriBuf != nil {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
@@ -579,6 +590,7 @@ func (c *client) close() {
 // closeAfterFlush closes once what is queued is sent, reading no more.
 func (c *client) closeAfterFlush() {
 	if c.state == csClosed {
+		c.release() // the end of an exchange that outlived its client (ex.orphan)
 		return
 	}
 	c.state = csClosed
@@ -590,6 +602,9 @@ func (c *client) closeAfterFlush() {
 // release returns the connection's buffers to the pool.
 func (c *client) release() {
 	if c.ex != nil {
+		if c.ex.orphan() {
+			return // proxy_ignore_client_abort: it runs on, and calls back when it ends
+		}
 		c.ex.abort() // it lives in the request state given back below, and detaches
 	}
 	pool := c.conn.Loop().Pool()

@@ -9,15 +9,27 @@ import (
 	"github.com/numaproxy/numaproxy/proxy/route"
 )
 
-// appendUpstreamHead builds the request head sent upstream, nginx's rules: the URI
-// per proxy_pass, proxy_set_header fields (nginx's defaults Host $proxy_host and
-// Connection close included), then the client's fields except the hop-by-hop ones,
-// Content-Length, Expect and those proxy_set_header names, then the body framing.
-func (ex *exchange) appendUpstreamHead(h []byte) []byte {
+// appendUpstreamHead builds the request head sent upstream, nginx's rules: the
+// method (proxy_method), the URI per proxy_pass, proxy_set_header fields (nginx's
+// defaults Host $proxy_host and Connection close included), then the client's fields
+// (proxy_pass_request_headers) except the hop-by-hop ones, Content-Length, Expect and
+// those proxy_set_header names, then the body framing. It reports false when
+// proxy_method made something that is not a method.
+func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 	c := ex.c
 	r := &c.req
 	lcf := c.lcf
-	if c.internalGET && !c.isHEAD() {
+	mark := len(h)
+	if lcf.Method != nil {
+		h = lcf.Method.Append(h, c)
+		if m := h[mark:]; len(m) > 0 && !isTokenBytes(m) {
+			ex.w.log.Error("proxy_method made an invalid method \""+string(escapeControls(m, 0))+"\"", "client", c.remote.String())
+			return h, false
+		}
+	}
+	if len(h) > mark {
+		// proxy_method's, which stays after an error_page redirect, as in nginx
+	} else if c.internalGET && !c.isHEAD() {
 		h = append(h, "GET"...)
 	} else {
 		h = append(h, r.Method()...)
@@ -30,8 +42,16 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		h = append(h, " HTTP/1.0\r\n"...)
 	}
 	ex.upgrade, ex.connClose = false, lcf.HTTPMinor == 0
+	// A body that goes upstream has the framing numaproxy gives it; without one
+	// (proxy_pass_request_body off) a proxy_set_header Content-Length takes the
+	// place of nginx's default, the client's body length.
+	bodyOut := !c.internalGET && c.body != bodyNone && lcf.PassRequestBody
+	ex.bodyWithheld = !c.internalGET && c.body != bodyNone && !lcf.PassRequestBody
 	for i := range lcf.SetHeaders {
 		s := &lcf.SetHeaders[i]
+		if bodyOut && (equalFold(s.Name, "content-length") || equalFold(s.Name, "transfer-encoding")) {
+			continue
+		}
 		mark := len(h)
 		h = append(h, s.Name...)
 		h = append(h, ": "...)
@@ -50,7 +70,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		}
 		h = append(h, "\r\n"...)
 	}
-	for i := 0; i < r.Headers.Len(); i++ {
+	for i := 0; lcf.PassRequestHeaders && i < r.Headers.Len(); i++ {
 		name := r.Headers.Name(i)
 		// Only the fixed hop-by-hop set: a field the client lists in Connection is passed
 		// (as nginx), else "Connection: Authorization" would strip the client's own
@@ -63,17 +83,32 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 		h = append(h, r.Headers.Value(i)...)
 		h = append(h, "\r\n"...)
 	}
-	if !c.internalGET {
-		switch c.body {
-		case bodyLength:
-			h = append(h, "Content-Length: "...)
-			h = strconv.AppendInt(h, c.contentLength, 10)
-			h = append(h, "\r\n"...)
-		case bodyChunked:
-			h = append(h, "Transfer-Encoding: chunked\r\n"...)
+	switch {
+	case c.internalGET:
+	case c.body == bodyChunked && bodyOut:
+		h = append(h, "Transfer-Encoding: chunked\r\n"...)
+	case c.body == bodyLength && (bodyOut || !lcf.setsHeader(contentLengthName)):
+		// Under proxy_pass_request_body off too, as nginx, whose default is
+		// Content-Length $proxy_internal_body_length: the length of a body not sent.
+		h = append(h, "Content-Length: "...)
+		h = strconv.AppendInt(h, c.contentLength, 10)
+		h = append(h, "\r\n"...)
+	case c.body == bodyNone && r.ContentLength() == 0 && !lcf.setsHeader(contentLengthName):
+		h = append(h, "Content-Length: 0\r\n"...) // the client's, as nginx passes it
+	}
+	return append(h, "\r\n"...), true
+}
+
+var contentLengthName = []byte("content-length")
+
+// isTokenBytes is isToken for bytes.
+func isTokenBytes(b []byte) bool {
+	for _, c := range b {
+		if !isTokenChar(c) {
+			return false
 		}
 	}
-	return append(h, "\r\n"...)
+	return len(b) > 0
 }
 
 // appendUpstreamURI is the request-target sent upstream, nginx's rules. With a URI
@@ -84,10 +119,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) []byte {
 // redirect, or for an absolute-form target without a path, $uri goes escaped.
 func (c *client) appendUpstreamURI(h []byte) []byte {
 	pass := c.lcf.Pass
-	query, hasQuery := c.req.Query()
-	if c.uriChanged {
-		hasQuery = false // an error_page target carries no arguments of the original
-	}
+	query, hasQuery := c.query()
 	switch {
 	case pass.HasURI && c.loc != nil && c.loc.Kind == conf.LocExact:
 		h = append(h, pass.URI...) // location = /a: the whole URI is the matched part
@@ -103,6 +135,15 @@ func (c *client) appendUpstreamURI(h []byte) []byte {
 		h = append(h, query...)
 	}
 	return h
+}
+
+// query is the request's arguments ($args): the client's, or after an internal
+// redirect those of its target (error_page /page?x=1, X-Accel-Redirect), if any.
+func (c *client) query() ([]byte, bool) {
+	if c.uriChanged {
+		return c.args, len(c.args) > 0
+	}
+	return c.req.Query()
 }
 
 // upstreamPathOK reports whether the path proxy_pass would send upstream stays under

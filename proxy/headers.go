@@ -51,9 +51,22 @@ func (ex *exchange) appendResponseHead() []byte {
 	if !lcf.passes("date") {
 		h = append(h, c.w.dateHeader(time.Now())...)
 	}
+	h = append(h, c.carried...)
 	upgrade := code == 101
+	buffering := lcf.Buffering
+	rewriteCookies := lcf.CookieDomains != nil || lcf.CookiePaths != nil
+	contentType := false
 	for i := 0; i < resp.Headers.Len(); i++ {
 		name, value := resp.Headers.Name(i), resp.Headers.Value(i)
+		contentType = contentType || equalFoldBytes(name, "content-type")
+		if lcf.IgnoreHeaders&IgnoreXAccelBuffering == 0 && equalFoldBytes(name, "x-accel-buffering") {
+			// As nginx: "yes" or "no" (any case) overrides proxy_buffering.
+			if equalFoldBytes(value, "yes") {
+				buffering = true
+			} else if equalFoldBytes(value, "no") {
+				buffering = false
+			}
+		}
 		switch {
 		case upgrade && (equalFoldBytes(name, "upgrade") || equalFoldBytes(name, "connection")):
 			// A 101 carries its own Upgrade and Connection through.
@@ -74,15 +87,22 @@ func (ex *exchange) appendResponseHead() []byte {
 					rotateRight(h[mark:], len(h)-end) // the prefix goes before the path
 				}
 			}
+		} else if rewriteCookies && equalFoldBytes(name, "set-cookie") {
+			mark := len(h)
+			h = escapeControls(c.appendCookie(h, value), mark)
 		} else {
 			h = append(h, value...)
 		}
 		h = append(h, "\r\n"...)
 	}
+	if !contentType && len(c.carriedType) > 0 {
+		// An X-Accel-Redirect response's type, which this response does not replace.
+		h = append(append(append(h, "Content-Type: "...), c.carriedType...), "\r\n"...)
+	}
 	if !upgrade {
 		h = ex.appendClientFraming(h)
 		h = c.appendConnection(h)
-		if !lcf.Buffering {
+		if !buffering {
 			// proxy_buffering off: the upstream is read only once the client's
 			// socket took everything read before.
 			c.conn.SetWriteWatermarks(unbufferedHighWater, unbufferedLowWater)

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"net/netip"
-
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/upstream"
 )
@@ -29,7 +27,7 @@ type idleList struct {
 // keepalive_requests, or that a draining loop would only keep waiting, is closed
 // instead. Cached connections are idle for the loop: Drain closes them at once, and
 // a loop short of connections or fds may close them (oldest idle first).
-func (w *Worker) cacheIdle(conn eventloop.Conn, addr netip.AddrPort, g *upstream.Group, requests int) {
+func (w *Worker) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int) {
 	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || w.loop.Draining() {
 		conn.SetContext(nil)
 		conn.Close()
@@ -77,7 +75,7 @@ func (w *Worker) idleCount(g *upstream.Group) int {
 
 // takeIdle returns the newest cached connection to addr and the requests it has
 // carried, or nil.
-func (w *Worker) takeIdle(addr netip.AddrPort) (eventloop.Conn, int) {
+func (w *Worker) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
 	l := w.idle[addr]
 	if l == nil || len(l.conns) == 0 {
 		return nil, 0

@@ -33,8 +33,8 @@ const (
 func directives() []conf.Directive {
 	return []conf.Directive{
 		{Name: "proxy_pass", Contexts: conf.LocationCtx, Args: conf.Args1, Set: setProxyPass,
-			Syntax: "proxy_pass http://upstream[:port][/uri];",
-			Doc:    "Forwards requests to an upstream group or host:port. With a URI part, the part of the request URI that matched the location is replaced by it."},
+			Syntax: "proxy_pass http://upstream[:port][/uri] | http://unix:/path[:/uri];",
+			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it."},
 		{Name: "proxy_set_header", Contexts: hsl, Args: conf.Args2, Multi: true, Set: setProxySetHeader,
 			Syntax: "proxy_set_header field value;", Default: "Host $proxy_host; Connection close",
 			Doc: "Sets a request header sent upstream (variables allowed; an empty value removes it). A level that sets any replaces all inherited ones."},
@@ -67,7 +67,7 @@ func directives() []conf.Directive {
 			Doc: "Longest time over which a request may be passed to further servers (0: no limit)."},
 		{Name: "proxy_buffering", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Buffering }, bitBuffering),
 			Syntax: "proxy_buffering on | off;", Default: "on",
-			Doc: "on: read the upstream response ahead of a slow client up to the loop's write buffer; off: read only as fast as the client takes it. Memory stays bounded either way."},
+			Doc: "on: read the upstream response ahead of a slow client up to the loop's write buffer; off: read only as fast as the client takes it. Memory stays bounded either way. An upstream's X-Accel-Buffering: yes|no overrides it for its response (unless proxy_ignore_headers names it)."},
 		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
 			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
 			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
@@ -115,7 +115,43 @@ func directives() []conf.Directive {
 			Doc: "Shows the version in the Server header and error pages."},
 		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
 			Syntax: "error_page code ... [=[response]] uri;",
-			Doc:    "For the proxy's own errors: an internal redirect to uri or @named location, or a 302 to a URL, optionally with another status."},
+			Doc:    "For the proxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
+		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
+			Syntax: "recursive_error_pages on | off;", Default: "off",
+			Doc: "Lets error_page act again on an error of the page it redirected to, up to 10 internal redirects in all (the 11th answers 500, as nginx's redirection cycle)."},
+		{Name: "proxy_intercept_errors", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.InterceptErrors }, bitInterceptErrors),
+			Syntax: "proxy_intercept_errors on | off;", Default: "off",
+			Doc: "An upstream response with a status of 300 or more that the location's error_page names is replaced by that error page (a 401 keeps the upstream's WWW-Authenticate)."},
+		{Name: "proxy_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.BufferSize }, bitBufferSize),
+			Syntax: "proxy_buffer_size size;", Default: "4k|8k",
+			Doc: "Largest upstream response head (status line and fields); a larger one is an invalid header: \"upstream sent too big header\", the next server per proxy_next_upstream invalid_header, else 502. One memory page by default."},
+		{Name: "proxy_method", Contexts: hsl, Args: conf.Args1, Set: setProxyMethod,
+			Syntax: "proxy_method method;",
+			Doc:    "The method of upstream requests instead of the client's (variables allowed; a value that is empty uses the client's, one that is not a token answers 500)."},
+		{Name: "proxy_pass_request_body", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PassRequestBody }, bitPassRequestBody),
+			Syntax: "proxy_pass_request_body on | off;", Default: "on",
+			Doc: "off: the request body is read and dropped, not sent upstream; as in nginx the Content-Length of the client's body is still sent (a chunked body is read whole to count it) unless proxy_set_header Content-Length \"\" removes it. Such an upstream connection is not kept alive."},
+		{Name: "proxy_pass_request_headers", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PassRequestHeaders }, bitPassRequestHeaders),
+			Syntax: "proxy_pass_request_headers on | off;", Default: "on",
+			Doc: "off: only the proxy_set_header fields (and the body's framing) go upstream, none of the client's."},
+		{Name: "proxy_bind", Contexts: hsl, Args: conf.Args1 | conf.Args2, Set: setProxyBind,
+			Syntax: "proxy_bind address [transparent] | off;",
+			Doc:    "Source address (and optional port) of upstream connections; variables allowed (an empty value binds nothing, an invalid one is logged and ignored). transparent lets it be a foreign address (IP_TRANSPARENT, needs CAP_NET_ADMIN and policy routing). A bind that fails answers 500."},
+		{Name: "proxy_socket_keepalive", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.SocketKeepalive }, bitSocketKeepalive),
+			Syntax: "proxy_socket_keepalive on | off;", Default: "off",
+			Doc: "Sets SO_KEEPALIVE on upstream connections (the kernel's keep-alive probes, with its tcp_keepalive_* settings)."},
+		{Name: "proxy_cookie_domain", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setCookieRewrite(true),
+			Syntax: "proxy_cookie_domain off | domain replacement;", Default: "off",
+			Doc: "Rewrites the domain attribute of upstream Set-Cookie fields: a domain (compared whole, any case, leading dots aside) or ~regex (any case), replaced with variables and $1..$9 of the regex. The first that matches applies."},
+		{Name: "proxy_cookie_path", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setCookieRewrite(false),
+			Syntax: "proxy_cookie_path off | path replacement;", Default: "off",
+			Doc: "Rewrites the path attribute of upstream Set-Cookie fields: a prefix, ~regex or ~*regex (any case), replaced with variables and $1..$9 of the regex. The first that matches applies."},
+		{Name: "proxy_ignore_client_abort", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreClientAbort }, bitIgnoreClientAbort),
+			Syntax: "proxy_ignore_client_abort on | off;", Default: "off",
+			Doc: "on: a client that closes its connection once its request is sent does not end the upstream exchange; the response is read whole and dropped, and the upstream connection is kept alive if it can be."},
+		{Name: "proxy_ignore_headers", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setIgnoreHeaders,
+			Syntax: "proxy_ignore_headers field ...;",
+			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache), X-Accel-Charset (for charset conversion) and X-Accel-Limit-Rate are accepted and numaproxy never acts on them: it has no cache, charset conversion or rate limit yet."},
 		{Name: "client_header_buffer_size", Contexts: hs, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientHeaderBufferSize }, bitClientHeaderBuffer),
 			Syntax: "client_header_buffer_size size;", Default: "1k",
 			Doc: "Buffer first used for a request head; larger heads move to large_client_header_buffers."},
@@ -174,6 +210,19 @@ type LocConf struct {
 	ClientBodyTemp       *TempPath // never nil once the config is checked
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
+	RecursiveErrorPages  bool
+	InterceptErrors      bool
+	BufferSize           int       // proxy_buffer_size: the largest upstream response head
+	Method               *Template // proxy_method; nil: the client's
+	PassRequestBody      bool
+	PassRequestHeaders   bool
+	Bind                 *Bind // proxy_bind; nil: off
+	SocketKeepalive      bool
+	CookieDomains        []CookieRewrite // nil: off
+	CookiePaths          []CookieRewrite // nil: off
+	IgnoreClientAbort    bool
+	IgnoreHeaders        IgnoreHeaders
+
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
 	nameRulesVary bool
@@ -215,6 +264,18 @@ const (
 	bitClientBodyTemp
 	bitIgnoreInvalid
 	bitUnderscores
+	bitRecursiveErrorPages
+	bitInterceptErrors
+	bitBufferSize
+	bitMethod
+	bitPassRequestBody
+	bitPassRequestHeaders
+	bitBind
+	bitSocketKeepalive
+	bitCookieDomains
+	bitCookiePaths
+	bitIgnoreClientAbort
+	bitIgnoreHeaders
 
 	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
 )
@@ -226,6 +287,7 @@ type PassTarget struct {
 	HasPort bool
 	URI     string // the URI part; "" when none
 	HasURI  bool
+	Unix    bool // http://unix:/path[:/uri]: Host is "unix:/path"
 	Pos     conf.Pos
 	Group   *upstream.Group // resolved once the whole file is read (check)
 }
@@ -352,6 +414,9 @@ func defaults() LocConf {
 		LargeHeaderBufferSize:  8 << 10,
 		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
 		IgnoreInvalidHeaders:   true,
+		BufferSize:             os.Getpagesize(), // nginx's one page
+		PassRequestBody:        true,
+		PassRequestHeaders:     true,
 	}
 }
 
@@ -418,6 +483,18 @@ var inheritedFields = []struct {
 	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
 	{bitIgnoreInvalid, func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{bitUnderscores, func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+	{bitRecursiveErrorPages, func(c, p *LocConf) { c.RecursiveErrorPages = p.RecursiveErrorPages }},
+	{bitInterceptErrors, func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
+	{bitBufferSize, func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
+	{bitMethod, func(c, p *LocConf) { c.Method = p.Method }},
+	{bitPassRequestBody, func(c, p *LocConf) { c.PassRequestBody = p.PassRequestBody }},
+	{bitPassRequestHeaders, func(c, p *LocConf) { c.PassRequestHeaders = p.PassRequestHeaders }},
+	{bitBind, func(c, p *LocConf) { c.Bind = p.Bind }},
+	{bitSocketKeepalive, func(c, p *LocConf) { c.SocketKeepalive = p.SocketKeepalive }},
+	{bitCookieDomains, func(c, p *LocConf) { c.CookieDomains = p.CookieDomains }},
+	{bitCookiePaths, func(c, p *LocConf) { c.CookiePaths = p.CookiePaths }},
+	{bitIgnoreClientAbort, func(c, p *LocConf) { c.IgnoreClientAbort = p.IgnoreClientAbort }},
+	{bitIgnoreHeaders, func(c, p *LocConf) { c.IgnoreHeaders = p.IgnoreHeaders }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
@@ -488,16 +565,28 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 		return s.InvalidValue(s.Args[0], `invalid URL prefix, it must be "http://"`)
 	}
 	t := &PassTarget{URL: url, Host: rest, Pos: s.Pos}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
+	if len(rest) >= 5 && strings.EqualFold(rest[:5], "unix:") {
+		// http://unix:/path/to/socket[:/uri]: the path ends at the next colon.
+		t.Unix = true
+		if i := strings.IndexByte(rest[5:], ':'); i >= 0 {
+			t.Host, t.URI = rest[:5+i], rest[5+i+1:]
+			t.HasURI = t.URI != ""
+			if t.HasURI && t.URI[0] != '/' {
+				return s.InvalidValue(s.Args[0], "the URI part after the socket path must start with \"/\"")
+			}
+		}
+	} else if i := strings.IndexByte(rest, '/'); i >= 0 {
 		t.Host, t.URI, t.HasURI = rest[:i], rest[i:], true
 	}
 	if t.Host == "" {
 		return s.InvalidValue(s.Args[0], "no host")
 	}
-	if strings.ContainsAny(t.Host, "?#@") || strings.ContainsAny(t.URI, "?# \t") {
+	if (!t.Unix && strings.ContainsAny(t.Host, "?#@")) || strings.ContainsAny(t.URI, "?# \t") {
 		return s.InvalidValue(s.Args[0], "invalid URL")
 	}
-	if i := strings.LastIndexByte(t.Host, ':'); i >= 0 && !strings.HasSuffix(t.Host, "]") {
+	if t.Unix {
+		// No port, and never the name of an upstream block.
+	} else if i := strings.LastIndexByte(t.Host, ':'); i >= 0 && !strings.HasSuffix(t.Host, "]") {
 		t.HasPort = true
 	} else if strings.HasPrefix(t.Host, "[") && strings.Contains(t.Host, "]:") {
 		t.HasPort = true
@@ -781,12 +870,15 @@ func isToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+		if !isTokenChar(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // check resolves every proxy_pass target once the whole file is read, when every

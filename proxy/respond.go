@@ -22,6 +22,18 @@ var statusText = map[int]string{
 	504: "Gateway Time-out", 505: "HTTP Version Not Supported", 507: "Insufficient Storage",
 }
 
+// pageTitle is the text of nginx's built-in page for code, which for two codes is
+// not the reason phrase of its status line.
+func pageTitle(code int) string {
+	switch code {
+	case 302:
+		return "Found"
+	case 401:
+		return "Authorization Required"
+	}
+	return reason(code)
+}
+
 func reason(code int) string {
 	if s, ok := statusText[code]; ok {
 		return s
@@ -82,7 +94,7 @@ func (c *client) appendErrorPage(dst []byte, code int) []byte {
 	if code < 300 {
 		return dst
 	}
-	title := strconv.Itoa(wireStatus(code)) + " " + reason(code)
+	title := strconv.Itoa(wireStatus(code)) + " " + pageTitle(code)
 	dst = append(dst, "<html>\r\n<head><title>"...)
 	dst = append(dst, title...)
 	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
@@ -134,10 +146,14 @@ func (c *client) respondReturn(r *Return) {
 		c.respond(code, "text/html", c.appendErrorPage(nil, code), text)
 		return
 	}
-	if code >= 300 && c.errorPage(code) {
-		return
+	// A status with a text is sent as it is: error_page does not apply (nginx sends
+	// it with ngx_http_send_response, not as a special response). Its type is
+	// text/plain unless an X-Accel-Redirect response passed one on.
+	contentType := "text/plain"
+	if len(c.carriedType) > 0 {
+		contentType = string(c.carriedType)
 	}
-	c.respond(code, "text/plain", text, nil)
+	c.respond(code, contentType, text, nil)
 }
 
 // respondAutoRedirect is nginx's 301 from "/dir" to "/dir/" for a proxied prefix
@@ -151,18 +167,26 @@ func (c *client) respondAutoRedirect() {
 	c.respond(301, "text/html", c.appendErrorPage(nil, 301), loc)
 }
 
+// maxURIChanges is nginx's NGX_HTTP_MAX_URI_CHANGES: the internal redirects one
+// request may take; the one after them answers 500.
+const maxURIChanges = 10
+
 // errorPage applies the location's error_page for code: an internal redirect, a
 // named location or a redirect to a URL. It reports whether it took the request.
-// As nginx with recursive_error_pages off, only the first error is redirected.
+// As nginx (ngx_http_special_response_handler): once an error met a location with
+// error pages and recursive_error_pages off, no later error gets one; and none does
+// once the internal redirects are used up.
 func (c *client) errorPage(code int) bool {
-	if c.redirects > 0 || c.srv == nil {
+	if c.errorPageDone || c.srv == nil || c.state == csClosed || c.redirects > maxURIChanges || len(c.lcf.ErrorPages) == 0 {
 		return false
+	}
+	if !c.lcf.RecursiveErrorPages {
+		c.errorPageDone = true
 	}
 	for _, ep := range c.lcf.ErrorPages {
 		if ep.Code != code {
 			continue
 		}
-		c.redirects++
 		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
 			status := 302
 			if isRedirect(ep.Status) {
@@ -184,34 +208,59 @@ func (c *client) errorPage(code int) bool {
 			// The body was cut short: the connection cannot carry another request.
 			c.keepAlive = false
 		}
-		if strings.HasPrefix(ep.Target, "@") {
-			loc := c.snap.Routes.Locations(c.srv).Named(ep.Target)
-			if loc == nil {
-				c.respond(500, "text/html", c.appendErrorPage(nil, 500), nil)
-				return true
-			}
-			c.loc, c.prefix, c.lcf = loc, "", locationConf(loc)
-			c.serveLocation()
-			return true
-		}
-		target := ep.Target
-		if i := strings.IndexByte(target, '?'); i >= 0 {
-			target = target[:i]
-		}
-		if cap(c.uriBuf) < len(target) {
-			// Pool buffers only: a grown slice must not go back to the pool.
-			pool := c.conn.Loop().Pool()
-			if c.uriBuf != nil {
-				pool.Put(c.uriBuf[:cap(c.uriBuf)])
-			}
-			c.uriBuf = pool.Get(len(target))[:0]
-		}
-		c.uriBuf = append(c.uriBuf[:0], target...)
-		c.uriChanged = true
-		c.route()
+		c.internalRedirect(ep.Target)
 		return true
 	}
 	return false
+}
+
+// internalRedirect serves the request again from target, a URI (its arguments are
+// dropped) or an @named location, as nginx's ngx_http_internal_redirect and
+// ngx_http_named_location: past maxURIChanges of them it answers 500.
+func (c *client) internalRedirect(target string) {
+	c.redirects++
+	if c.redirects > maxURIChanges {
+		c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.remote.String())
+		c.serverError()
+		return
+	}
+	if strings.HasPrefix(target, "@") {
+		loc := c.snap.Routes.Locations(c.srv).Named(target)
+		if loc == nil {
+			c.w.log.Error("could not find named location \""+target+"\"", "client", c.remote.String())
+			c.serverError()
+			return
+		}
+		c.loc, c.prefix, c.lcf = loc, "", locationConf(loc)
+		c.serveLocation()
+		return
+	}
+	path, args, _ := strings.Cut(target, "?")
+	setURI(c, path, args)
+	c.route()
+}
+
+// setURI makes path $uri and args $args for an internal redirect.
+func setURI[T string | []byte](c *client, path, args T) {
+	if cap(c.uriBuf) < len(path) {
+		// Pool buffers only: a grown slice must not go back to the pool.
+		pool := c.conn.Loop().Pool()
+		if c.uriBuf != nil {
+			pool.Put(c.uriBuf[:cap(c.uriBuf)])
+		}
+		c.uriBuf = pool.Get(len(path))[:0]
+	}
+	c.uriBuf = append(c.uriBuf[:0], path...)
+	c.args = append(c.args[:0], args...)
+	c.uriChanged = true
+}
+
+// serverError answers 500 with the built-in page, whatever status an error_page
+// imposed before: nginx's finalize with NGX_HTTP_INTERNAL_SERVER_ERROR.
+func (c *client) serverError() {
+	c.forceStatus = 0
+	c.keepAlive = false // as nginx after a 500
+	c.respond(500, "text/html", c.appendErrorPage(nil, 500), nil)
 }
 
 // respond sends a complete local response: status, headers, body; location is the
@@ -257,6 +306,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 		head = append(head, "\r\n"...)
 	}
 	head = c.appendConnection(head)
+	head = append(head, c.carried...)
 	head = c.appendAddHeaders(head, code)
 	head = append(head, "\r\n"...)
 	sendBody := !noBody && !c.isHEAD()
@@ -336,4 +386,14 @@ func (c *client) appendAbsolute(h, location []byte) []byte {
 		h = strconv.AppendUint(h, uint64(p), 10)
 	}
 	return h
+}
+
+// hasErrorPage reports an error_page for code.
+func (lc *LocConf) hasErrorPage(code int) bool {
+	for i := range lc.ErrorPages {
+		if lc.ErrorPages[i].Code == code {
+			return true
+		}
+	}
+	return false
 }

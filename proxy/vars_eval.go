@@ -25,7 +25,7 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 	case VarCookie:
 		return append(dst, cookieValue(c.headerValue("cookie"), param)...)
 	case VarArg:
-		q, _ := r.Query()
+		q, _ := c.query()
 		return append(dst, argValue(q, param)...)
 	case VarRemoteAddr:
 		return c.remote.Addr().AppendTo(dst)
@@ -60,10 +60,10 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 	case VarURI:
 		return append(dst, c.uriBuf...)
 	case VarArgs:
-		q, _ := r.Query()
+		q, _ := c.query()
 		return append(dst, q...)
 	case VarIsArgs:
-		if _, ok := r.Query(); ok {
+		if _, ok := c.query(); ok {
 			return append(dst, '?')
 		}
 		return dst
@@ -73,6 +73,9 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		return append(dst, c.headerValue("content-type")...)
 	case VarProxyHost:
 		if c.lcf.Pass != nil {
+			if c.lcf.Pass.Unix {
+				return append(dst, "localhost"...) // as nginx for a unix-domain socket
+			}
 			host := c.lcf.Pass.Host
 			if len(host) > 3 && host[len(host)-3:] == ":80" {
 				host = host[:len(host)-3]
@@ -90,7 +93,7 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		return c.remote.Addr().AppendTo(dst)
 	case VarUpstreamAddr:
 		if c.ex != nil && c.ex.peer != nil {
-			return c.ex.peer.Addr.AppendTo(dst)
+			return c.ex.peer.AppendAddr(dst)
 		}
 		return dst
 	case VarUpstreamStatus:

@@ -30,8 +30,8 @@ type Worker struct {
 
 	freeRequests []*request // request states idle connections gave back, for reuse
 	balancers    map[*upstream.Group]*upstream.Balancer
-	idle         map[netip.AddrPort]*idleList // keep-alive upstream connections by peer
-	freeIdle     []*idleConn                  // recycled idleConn structs
+	idle         map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
+	freeIdle     []*idleConn                    // recycled idleConn structs
 
 	scratch  []byte // builds heads; reused, never retained
 	body     []byte // builds local response bodies (return text); reused
@@ -47,7 +47,7 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 	w := &Worker{
 		snap: snap, log: log, numaNode: numaNode, hostname: host,
 		balancers: map[*upstream.Group]*upstream.Balancer{},
-		idle:      map[netip.AddrPort]*idleList{},
+		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 16<<10),
 		body:      make([]byte, 0, 1<<10),
 	}
@@ -69,10 +69,10 @@ func (w *Worker) Reload(snap *Snapshot) error {
 
 func (w *Worker) setSnapshot(snap *Snapshot) {
 	w.prev, w.snap = w.snap, snap
-	keep := map[netip.AddrPort]bool{}
+	keep := map[upstream.PeerKey]bool{}
 	for _, g := range snap.Groups.List {
 		for _, p := range append(append([]*upstream.Peer(nil), g.Peers...), g.Backup...) {
-			keep[p.Addr] = true
+			keep[p.Key()] = true
 		}
 	}
 	for addr, l := range w.idle {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numaproxy/numaproxy/conf"
 )
 
@@ -20,7 +22,7 @@ var Module = &conf.Module{
 			Doc:    "A group of servers that proxy_pass can name."},
 		{Name: "server", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Multi: true, Set: setServer,
 			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down];",
-			Doc:    "A server of the group: host:port, [v6]:port or host (port 80); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop."},
+			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop."},
 		{Name: "keepalive", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.Keepalive }, 1),
 			Syntax: "keepalive connections;",
 			Doc:    "Idle connections to the group's servers each loop keeps for reuse."},
@@ -104,9 +106,16 @@ func (g *Group) finish() error {
 
 func setServer(c *conf.Cursor, s *conf.Stmt) error {
 	g := c.Block.(*Group)
-	addrs, err := resolve(s.Args[0].Value)
+	var addrs []netip.AddrPort
+	unixPath, err := unixSocketPath(s.Args[0].Value)
+	if err == nil && unixPath == "" {
+		addrs, err = resolve(s.Args[0].Value)
+	}
 	if err != nil {
 		return s.InvalidValue(s.Args[0], err.Error())
+	}
+	if unixPath != "" {
+		addrs = []netip.AddrPort{{}}
 	}
 	tmpl := PeerConfig{Name: s.Args[0].Value, Weight: 1, MaxFails: 1, FailTimeout: 10 * time.Second, Pos: s.Pos}
 	if !strings.Contains(tmpl.Name, ":") || strings.HasSuffix(tmpl.Name, "]") {
@@ -142,7 +151,7 @@ func setServer(c *conf.Cursor, s *conf.Stmt) error {
 		}
 	}
 	for _, addr := range addrs {
-		p := &Peer{Addr: addr, PeerConfig: tmpl}
+		p := &Peer{Addr: addr, Unix: unixPath, PeerConfig: tmpl}
 		if p.Backup {
 			g.Backup = append(g.Backup, p)
 		} else {
@@ -152,11 +161,23 @@ func setServer(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+// unixSocketPath returns the path of a "unix:/path" address, "" for another kind.
+func unixSocketPath(text string) (string, error) {
+	if len(text) < 5 || !strings.EqualFold(text[:5], "unix:") { // any case, as nginx
+		return "", nil
+	}
+	path := text[5:]
+	switch {
+	case path == "":
+		return "", fmt.Errorf("no path in the unix domain socket")
+	case len(path) >= len(unix.RawSockaddrUnix{}.Path):
+		return "", fmt.Errorf("too long path in the unix domain socket")
+	}
+	return path, nil
+}
+
 // resolve turns "host:port", "[v6]:port", "host" (port 80) into addresses.
 func resolve(text string) ([]netip.AddrPort, error) {
-	if strings.HasPrefix(text, "unix:") {
-		return nil, fmt.Errorf("unix sockets are not supported")
-	}
 	host, portText := text, "80"
 	if strings.HasPrefix(text, "[") {
 		end := strings.IndexByte(text, ']')
@@ -271,26 +292,32 @@ func check(cfg *conf.Config, self *conf.Module) error {
 // function, while the snapshot is being built.
 func ForProxyPass(cfg *conf.Config, hostport string, hasPort bool) (*Group, error) {
 	gs := GroupsOf(cfg)
-	if !hasPort {
+	unixPath, err := unixSocketPath(hostport)
+	if err != nil {
+		return nil, fmt.Errorf("%v in upstream %q", err, hostport)
+	}
+	if !hasPort && unixPath == "" {
 		if g := gs.byName[hostport]; g != nil && !g.Implicit {
 			return g, nil
 		}
 	}
 	key := hostport
-	if !hasPort {
+	if !hasPort && unixPath == "" {
 		key += ":80"
 	}
 	if g := gs.byName["implicit "+key]; g != nil {
 		return g, nil
 	}
-	addrs, err := resolve(key)
-	if err != nil {
-		return nil, fmt.Errorf("host not found in upstream %q", hostport)
+	addrs := []netip.AddrPort{{}}
+	if unixPath == "" {
+		if addrs, err = resolve(key); err != nil {
+			return nil, fmt.Errorf("host not found in upstream %q", hostport)
+		}
 	}
 	g := &Group{Name: hostport, Implicit: true, KeepaliveTimeout: 60 * time.Second, KeepaliveRequests: 1000}
 	for _, a := range addrs {
 		// nginx gives implicit peers max_fails=1 fail_timeout=10s like declared ones.
-		g.Peers = append(g.Peers, &Peer{Addr: a, PeerConfig: PeerConfig{Name: key, Weight: 1, MaxFails: 1, FailTimeout: 10 * time.Second}})
+		g.Peers = append(g.Peers, &Peer{Addr: a, Unix: unixPath, PeerConfig: PeerConfig{Name: key, Weight: 1, MaxFails: 1, FailTimeout: 10 * time.Second}})
 	}
 	if err := g.finish(); err != nil {
 		return nil, err

@@ -59,7 +59,8 @@ func (g *Group) Tries() int { return g.tries }
 // Peer is one server address of a group. A server name that resolves to several
 // addresses gives one Peer per address, as in nginx.
 type Peer struct {
-	Addr netip.AddrPort
+	Addr netip.AddrPort // the zero value for a unix-domain socket
+	Unix string         // the path of a unix-domain socket ("server unix:/path"); "" for TCP
 	PeerConfig
 
 	index int // in Peers or Backup
@@ -139,3 +140,25 @@ func (t *Tried) set(i int)      { t.bits[i>>6] |= 1 << (i & 63) }
 
 // Reset forgets every try.
 func (t *Tried) Reset() { t.bits = [4]uint64{} }
+
+// PeerKey identifies a peer's address from one snapshot to the next (upstream
+// keep-alive connections are kept by it across a reload). It is comparable.
+type PeerKey struct {
+	Addr netip.AddrPort
+	Unix string
+}
+
+// Key returns the peer's PeerKey.
+func (p *Peer) Key() PeerKey { return PeerKey{Addr: p.Addr, Unix: p.Unix} }
+
+// AppendAddr appends the peer's address as $upstream_addr shows it: host:port,
+// or unix:/path.
+func (p *Peer) AppendAddr(dst []byte) []byte {
+	if p.Unix != "" {
+		return append(append(dst, "unix:"...), p.Unix...)
+	}
+	return p.Addr.AppendTo(dst)
+}
+
+// String is AppendAddr's text, for logs.
+func (p *Peer) String() string { return string(p.AppendAddr(nil)) }

@@ -86,7 +86,7 @@ func TestUpstreamErrors(t *testing.T) {
 		"http { upstream g { server 10.0.0.1; }\nupstream g { server 10.0.0.2; } }":     `duplicate upstream "g" in `,
 		"http { upstream g {\nserver 10.0.0.1;\nserver 10.0.0.2 backup;\nip_hash;\n} }": `the "backup" parameter cannot be used with the "ip_hash" balancing method in `,
 		"http { upstream g {\nserver 10.0.0.1;\nhash $uri ketama;\n} }":                 `invalid value "ketama" in "hash" directive`,
-		"http { upstream g {\nserver unix:/tmp/s;\n} }":                                 `unix sockets are not supported`,
+		"http { upstream g {\nserver unix:;\n} }":                                       `invalid value "unix:" in "server" directive, no path in the unix domain socket`,
 		"http { upstream g {\nserver 10.0.0.1 backup;\n} }":                             `upstream "g" has only backup servers`,
 		"http { server {\nkeepalive 1;\n} }":                                            `"keepalive" directive is not allowed here`,
 	}
@@ -95,6 +95,33 @@ func TestUpstreamErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q:\n err %v\nwant %s", src, err, want)
 		}
+	}
+}
+
+// TestUnixPeers: "server unix:/path" and a proxy_pass to unix:/path are unix-domain
+// peers, keyed and shown by their path.
+func TestUnixPeers(t *testing.T) {
+	cfg, err := load(t, "http { upstream g {\nserver unix:/run/a.sock weight=2;\nserver 10.0.0.1:81;\n} }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := GroupsOf(cfg).Lookup("g")
+	p := g.Peers[0]
+	if p.Unix != "/run/a.sock" || p.Addr.IsValid() || p.Weight != 2 || p.Name != "unix:/run/a.sock" || p.String() != "unix:/run/a.sock" {
+		t.Fatalf("unix peer %+v", p)
+	}
+	if p.Key() == g.Peers[1].Key() || g.Peers[1].String() != "10.0.0.1:81" {
+		t.Fatal("keys")
+	}
+	ig, err := ForProxyPass(cfg, "unix:/run/b.sock", false)
+	if err != nil || len(ig.Peers) != 1 || ig.Peers[0].Unix != "/run/b.sock" || !ig.Implicit {
+		t.Fatalf("implicit unix group %+v %v", ig, err)
+	}
+	if again, _ := ForProxyPass(cfg, "unix:/run/b.sock", false); again != ig {
+		t.Fatal("a second proxy_pass to the same socket gets another group")
+	}
+	if _, err := ForProxyPass(cfg, "unix:/"+strings.Repeat("x", 120), false); err == nil || !strings.Contains(err.Error(), "too long path") {
+		t.Fatalf("long path: %v", err)
 	}
 }
 
