@@ -361,10 +361,15 @@ func TestProxyClientLimits(t *testing.T) {
 		}
 	})
 	t.Run("client_body_timeout", func(t *testing.T) {
+		// As nginx 1.22 (measured: a proxied upload that stalls is closed after
+		// client_body_timeout with nothing sent), the connection closes silently.
 		began := time.Now()
-		wantClosedResponse(t, addr, "POST /hold HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n01234", 408)
+		raw, err := roundTripRaw(t, addr, "POST /hold HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n01234")
+		if err != nil || raw != "" {
+			t.Fatalf("a stalled upload got %q, %v; want a silent close", raw, err)
+		}
 		if d := time.Since(began); d < 250*time.Millisecond {
-			t.Fatalf("408 after %v", d)
+			t.Fatalf("closed after %v", d)
 		}
 		waitFor(t, "the upstream connection to close", 5*time.Second, func() bool { return upstreamClosed.Load() == 1 })
 	})

@@ -660,15 +660,12 @@ func (c *client) onTimeout() {
 		c.release()
 		c.conn.Close()
 	case csBody:
-		// The client stopped sending: 408 unless an answer was begun, and the
-		// connection closes without lingering (close does not after a 408).
+		// The client stopped sending: as nginx, the connection closes without an
+		// answer (nginx's 408 goes only to its log) and without lingering.
+		c.w.log.Info("client timed out while reading client request body", "client", c.remote.String())
 		c.abortExchange()
 		c.keepAlive = false
-		if c.status != 0 {
-			c.closeAfterFlush()
-			return
-		}
-		c.respondStatus(408)
+		c.closeAfterFlush()
 	case csDiscard:
 		c.closeAfterFlush() // the body to drop stopped coming
 	case csLinger:

@@ -91,7 +91,7 @@ func directives() []conf.Directive {
 			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
 		{Name: "client_body_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientBodyTimeout }, bitClientBodyTimeout),
 			Syntax: "client_body_timeout time;", Default: "60s",
-			Doc: "Longest wait between two reads of the request body."},
+			Doc: "Longest wait between two reads of the request body; then the connection is closed without an answer, as nginx (its 408 is only logged)."},
 		{Name: "send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientSendTimeout }, bitClientSendTimeout),
 			Syntax: "send_timeout time;", Default: "60s",
 			Doc: "Longest wait between two writes to the client; then the connection is closed."},
