@@ -454,6 +454,11 @@ func (h *Handler) autoindex(req *Request, lc *LocConf, r *Response, m method) {
 	if m == methodHead {
 		return
 	}
+	if format == FormatHTML {
+		// The listing is cut by characters when the charset filter will call it
+		// utf-8, as nginx decides after sending the head.
+		h.CharsetFilter(lc, r)
+	}
 	start := len(r.buf)
 	switch format {
 	case FormatJSON, FormatJSONP:
@@ -461,11 +466,7 @@ func (h *Handler) autoindex(req *Request, lc *LocConf, r *Response, m method) {
 	case FormatXML:
 		r.buf = AppendXMLListing(r.buf, entries)
 	default:
-		o := ListingOptions{ExactSize: lc.AutoindexExactSize}
-		// The listing is cut by characters when the charset filter will call it
-		// utf-8, as nginx decides after sending the head.
-		h.CharsetFilter(lc, r)
-		o.UTF8 = equalFold(string(r.Charset), "utf-8")
+		o := ListingOptions{ExactSize: lc.AutoindexExactSize, UTF8: equalFold(string(r.Charset), "utf-8")}
 		if lc.AutoindexLocaltime {
 			_, off := time.Unix(req.Now, 0).Zone()
 			o.Offset = int64(off)

@@ -2,7 +2,6 @@ package static
 
 import (
 	"bytes"
-	"log/slog"
 	"strconv"
 	"time"
 )
@@ -257,22 +256,13 @@ func nextTime(now, when int64) int64 {
 
 // CharsetFilter is the header part of nginx's charset filter: the location's charset
 // goes on responses whose type charset_types lists and that have none yet, except
-// on 301 and 302. When source_charset names another charset nginx would recode, and
-// without a charset_map it does not: the response then gets no charset, as there.
+// on 301 and 302. (A source_charset other than charset, which would recode, is
+// refused at load time, as nginx does without a charset_map.)
 func (h *Handler) CharsetFilter(lc *LocConf, r *Response) {
-	if len(r.ContentType) == 0 || lc.Charset == "" || len(r.Charset) > 0 {
+	if len(r.ContentType) == 0 || lc.Charset == "" || len(r.Charset) > 0 || r.Status == 301 || r.Status == 302 {
 		return
 	}
 	if !lc.CharsetTypes.Has(r.ContentType, h.scratch[:0]) {
-		return
-	}
-	if lc.SourceCharset != "" && !equalFold(lc.SourceCharset, lc.Charset) {
-		if r.Log.Kind == LogNone {
-			r.Log = LogEntry{Level: slog.LevelError, Kind: LogNoCharsetMap}
-		}
-		return
-	}
-	if r.Status == 301 || r.Status == 302 {
 		return
 	}
 	start := len(r.buf)

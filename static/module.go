@@ -67,7 +67,7 @@ func directives() []conf.Directive {
 			Doc: "Adds \"; charset=\" to the Content-Type of responses whose type charset_types lists."},
 		{Name: "source_charset", Contexts: hsl, Args: conf.Args1, Set: setCharset,
 			Syntax: "source_charset charset;",
-			Doc:    "The charset responses are written in. numaproxy does not recode: when it differs from charset, the response goes out as is, without a charset parameter, as nginx does when no charset_map joins the two."},
+			Doc:    "The charset responses are written in. It must be the one charset names: nginx recodes between two charsets only with a charset_map, which numaproxy does not have, and refuses them without one."},
 		{Name: "charset_types", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setCharsetTypes,
 			Syntax: "charset_types mime-type ...;", Default: "text/html text/xml text/plain text/vnd.wap.wml application/javascript application/rss+xml",
 			Doc: "Types that charset applies to (text/html always); \"*\" for any."},
@@ -809,31 +809,47 @@ func setDirectIO(c *conf.Cursor, s *conf.Stmt) error {
 }
 
 // check gives every level without a root nginx's default, html under the prefix (the
-// merge could not: it does not know the prefix).
+// merge could not: it does not know the prefix), and refuses a charset that would
+// need recoding.
 func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
 	def := []byte(cfg.Prefix + "/html")
-	fill := func(lc *LocConf) {
+	fill := func(lc *LocConf, pos conf.Pos) error {
 		if lc.Root == nil && lc.RootTmpl == nil {
 			lc.Root = def
 		}
 		if lc.prefix == "" {
 			lc.prefix = cfg.Prefix
 		}
-	}
-	fill(cfg.HTTP.Conf(self).(*LocConf))
-	var walk func(locs []*conf.Location)
-	walk = func(locs []*conf.Location) {
-		for _, l := range locs {
-			fill(l.Conf(self).(*LocConf))
-			walk(l.Locations)
+		if lc.Charset != "" && lc.SourceCharset != "" && !equalFold(lc.Charset, lc.SourceCharset) {
+			return &conf.Error{Pos: pos, Msg: fmt.Sprintf("no \"charset_map\" between the charsets %q and %q", lc.SourceCharset, lc.Charset)}
 		}
+		return nil
+	}
+	if err := fill(cfg.HTTP.Conf(self).(*LocConf), cfg.HTTP.Pos); err != nil {
+		return err
+	}
+	var walk func(locs []*conf.Location) error
+	walk = func(locs []*conf.Location) error {
+		for _, l := range locs {
+			if err := fill(l.Conf(self).(*LocConf), l.Pos); err != nil {
+				return err
+			}
+			if err := walk(l.Locations); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, srv := range cfg.HTTP.Servers {
-		fill(srv.Conf(self).(*LocConf))
-		walk(srv.Locations)
+		if err := fill(srv.Conf(self).(*LocConf), srv.Pos); err != nil {
+			return err
+		}
+		if err := walk(srv.Locations); err != nil {
+			return err
+		}
 	}
 	return nil
 }

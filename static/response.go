@@ -165,8 +165,6 @@ func (e *LogEntry) AppendText(dst []byte) []byte {
 		return append(dst, `"alias" cannot be used in location where URI was rewritten`...)
 	case LogOutsideRoot:
 		return append(q(dst), ` leaves the root ("..")`...)
-	case LogNoCharsetMap:
-		return append(dst, `no "charset_map" between the charsets`...)
 	case LogBadCallback:
 		return append(dst, "client sent invalid callback name"...)
 	}
