@@ -23,7 +23,7 @@ func (fs *Files) Open(f *File, path []byte, spec *CacheSpec, o *OpenOptions) {
 	*f = File{Fd: -1}
 	fs.name = append(append(fs.name[:0], path...), 0)
 	if spec == nil {
-		l := lookup{name: fs.name, opts: o, fd: -1}
+		l := lookup{name: fs.name, opts: *o, fd: -1}
 		if o.TestOnly {
 			var st unix.Stat_t
 			if l.stat(&st) {
@@ -92,8 +92,7 @@ func (c *Cache) Len() int { return len(c.entries) }
 func (c *Cache) open(f *File, name []byte, o *OpenOptions) {
 	c.now = o.Now
 	key := name[:len(name)-1]
-	opts := *o
-	l := lookup{name: name, opts: &opts, fd: -1}
+	l := lookup{name: name, opts: *o, fd: -1}
 	file := c.entries[string(key)]
 
 	if file == nil {
@@ -130,7 +129,7 @@ func (c *Cache) open(f *File, name []byte, o *OpenOptions) {
 	}
 
 	// Expired: check the name again, keeping the descriptor if it is the same file.
-	opts.TestDir = file.info.IsDir
+	l.opts.TestDir = file.info.IsDir
 	l.fd, l.ino = file.fd, file.info.Ino
 	if !l.run() && (l.info.Errno == 0 || !o.Errors) {
 		c.fail(f, file, &l)

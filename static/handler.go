@@ -21,6 +21,7 @@ type Handler struct {
 	ranges   []byteRange
 	boundary uint64
 	dir      dirReader
+	vars     docRootVars
 }
 
 // NewHandler makes a loop's Handler.
@@ -73,12 +74,14 @@ func methodOf(m []byte) method {
 func (h *Handler) Content(req *Request, lc *LocConf, r *Response) {
 	r.Reset()
 	uri := req.URI
-	if len(uri) == 0 || uri[0] != '/' {
+	if (len(uri) == 0 || uri[0] != '/') && !req.AddURIToAlias {
 		r.fail(400)
 		return
 	}
 	m := methodOf(req.Method)
-	if uri[len(uri)-1] != '/' {
+	// try_files "" in a regex location with alias leaves an empty URI: the file is
+	// the alias itself.
+	if len(uri) == 0 || uri[len(uri)-1] != '/' {
 		h.static(req, lc, r, m)
 		return
 	}
@@ -147,7 +150,8 @@ func (h *Handler) symlinksFrom(req *Request, lc *LocConf) []byte {
 	if lc.SymlinksFrom == nil || lc.DisableSymlinks == SymlinksOff {
 		return nil
 	}
-	h.scratch = lc.SymlinksFrom.Append(h.scratch[:0], docRootVars{lc: lc, vars: req.Vars})
+	h.vars = docRootVars{lc: lc, vars: req.Vars}
+	h.scratch = lc.SymlinksFrom.Append(h.scratch[:0], &h.vars)
 	return h.scratch
 }
 
@@ -158,7 +162,7 @@ type docRootVars struct {
 	vars Vars
 }
 
-func (v docRootVars) AppendVar(dst []byte, name string) ([]byte, bool) {
+func (v *docRootVars) AppendVar(dst []byte, name string) ([]byte, bool) {
 	if name == "document_root" {
 		return DocumentRoot(dst, v.lc, v.vars), true
 	}
@@ -278,7 +282,7 @@ func (h *Handler) index(req *Request, lc *LocConf, r *Response) bool {
 		f.Close()
 		if f.OK {
 			r.Action = Redirect
-			r.URI, r.Args = r.appendBuf(req.URI, h.name), req.Args
+			r.URI, r.Args = r.appendBuf(req.URI, h.name...), req.Args
 			return true
 		}
 		switch f.Errno {
@@ -428,7 +432,7 @@ func (h *Handler) TryFiles(req *Request, lc *LocConf, r *Response) {
 				r.URI, r.AddURIToAlias = r.appendBuf(name), true
 			}
 		default:
-			r.URI = r.appendBuf(uri[:lc.AliasLen], name)
+			r.URI = r.appendBuf(uri[:lc.AliasLen], name...)
 		}
 		return
 	}

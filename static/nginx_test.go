@@ -204,6 +204,10 @@ const diffServer = `
 		location /noslash { alias ROOT/dir; }
 		location /i/ { alias ROOT/dir2; }
 		location /oc/ { alias ROOT/; open_file_cache max=10; open_file_cache_errors on; }
+		location /tfa/ { alias ROOT/tf/; try_files $uri $uri/ =404; }
+		location /ali { alias ROOT/dir/; }
+		location /tfas/ { alias ROOT/tf/; try_files /exists.txt =404; }
+		location ~ ^/tfre/(.*)$ { alias ROOT/tf/$1; try_files "" /d/ =410; }
 	}
 `
 
@@ -211,7 +215,15 @@ type diffCase struct {
 	method  string
 	target  string            // path and query, as sent (escaped)
 	headers map[string]string // request headers
+	server  int               // 0: the shared server; 1, 2: the nginx-only redirect variants
 }
+
+// redirectServers are nginx-only servers with the same root as the shared one,
+// differing in the core's redirect directives, which the package takes as input.
+const redirectServers = `
+	server { listen 127.0.0.1:PORT1; server_name example.org www.example.org; root ROOT; server_name_in_redirect on; port_in_redirect off; }
+	server { listen 127.0.0.1:PORT2; root ROOT; absolute_redirect off; }
+`
 
 // nginxAnswer is what a server sent, reduced to what is compared.
 type nginxAnswer struct {
@@ -225,9 +237,11 @@ var comparedHeaders = []string{"Content-Type", "Content-Length", "Last-Modified"
 func TestDifferentialNginx(t *testing.T) {
 	dir := t.TempDir()
 	ft := makeTree(t, dir)
-	port := freePort(t)
-	block := strings.NewReplacer("ROOT", ft.root, "PORT", strconv.Itoa(port)).Replace(diffServer)
-	addr := startNginx(t, dir, block, port)
+	port, port1, port2 := freePort(t), freePort(t), freePort(t)
+	repl := strings.NewReplacer("ROOT", ft.root, "PORT1", strconv.Itoa(port1), "PORT2", strconv.Itoa(port2), "PORT", strconv.Itoa(port))
+	block := repl.Replace(diffServer)
+	addr := startNginx(t, dir, block+repl.Replace(redirectServers), port)
+	addrs := []string{addr, "127.0.0.1:" + strconv.Itoa(port1), "127.0.0.1:" + strconv.Itoa(port2)}
 	cfg := mustConf(t, "http {"+block+"}")
 	srv := cfg.HTTP.Servers[0]
 	h := NewHandler()
@@ -237,184 +251,207 @@ func TestDifferentialNginx(t *testing.T) {
 	lm := d.UTC().Format(http.TimeFormat)
 	etagA := fmt.Sprintf(`"%x-c"`, d.Unix())
 	cases := []diffCase{
-		{"GET", "/a.txt", nil},
-		{"HEAD", "/a.txt", nil},
-		{"GET", "/page.html", nil},
-		{"GET", "/UP.HTML", nil},
-		{"GET", "/noext", nil},
-		{"GET", "/.hidden.txt", nil},
-		{"GET", "/arch.tar.GZ", nil},
-		{"GET", "/empty.txt", nil},
-		{"GET", "/empty.txt", map[string]string{"Range": "bytes=0-"}},
-		{"GET", "/missing.txt", nil},
-		{"GET", "/a.txt/x", nil},
-		{"GET", "/fifo", nil},
-		{"POST", "/a.txt", nil},
-		{"PUT", "/a.txt", nil},
-		{"DELETE", "/dir/", nil},
-		{"POST", "/dir/", nil},
-		{"POST", "/dir2/", nil},
-		{"GET", "/dir", nil},
-		{"GET", "/dir?x=1&y", nil},
-		{"GET", "/dir%20x", nil},
-		{"HEAD", "/dir", nil},
-		{"POST", "/dir", nil},
-		{"GET", "/dir/", nil},
-		{"GET", "/dir2/", nil},
-		{"GET", "/nodir/", nil},
-		{"GET", "/link.txt", nil},
+		{"GET", "/a.txt", nil, 0},
+		{"HEAD", "/a.txt", nil, 0},
+		{"GET", "/page.html", nil, 0},
+		{"GET", "/UP.HTML", nil, 0},
+		{"GET", "/noext", nil, 0},
+		{"GET", "/.hidden.txt", nil, 0},
+		{"GET", "/arch.tar.GZ", nil, 0},
+		{"GET", "/empty.txt", nil, 0},
+		{"GET", "/empty.txt", map[string]string{"Range": "bytes=0-"}, 0},
+		{"GET", "/missing.txt", nil, 0},
+		{"GET", "/a.txt/x", nil, 0},
+		{"GET", "/fifo", nil, 0},
+		{"POST", "/a.txt", nil, 0},
+		{"PUT", "/a.txt", nil, 0},
+		{"DELETE", "/dir/", nil, 0},
+		{"POST", "/dir/", nil, 0},
+		{"POST", "/dir2/", nil, 0},
+		{"GET", "/dir", nil, 0},
+		{"GET", "/dir?x=1&y", nil, 0},
+		{"GET", "/dir%20x", nil, 0},
+		{"HEAD", "/dir", nil, 0},
+		{"POST", "/dir", nil, 0},
+		{"GET", "/dir/", nil, 0},
+		{"GET", "/dir2/", nil, 0},
+		{"GET", "/nodir/", nil, 0},
+		{"GET", "/link.txt", nil, 0},
 		// Conditionals.
-		{"GET", "/a.txt", map[string]string{"If-Modified-Since": lm}},
-		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Add(time.Hour).UTC().Format(http.TimeFormat)}},
-		{"GET", "/a.txt", map[string]string{"If-Modified-Since": "garbage"}},
-		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Format("Monday, 02-Jan-06 15:04:05 GMT")}},
-		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Format("Mon Jan _2 15:04:05 2006")}},
-		{"GET", "/ims/a.txt", map[string]string{"If-Modified-Since": d.Add(time.Hour).UTC().Format(http.TimeFormat)}},
-		{"GET", "/ims/a.txt", map[string]string{"If-Modified-Since": d.Add(-time.Hour).UTC().Format(http.TimeFormat)}},
-		{"GET", "/imsoff/a.txt", map[string]string{"If-Modified-Since": lm}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": etagA}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x", W/` + etagA + ` , "y"`}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x"`}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": `*`}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": etagA, "If-Modified-Since": d.Add(-time.Hour).UTC().Format(http.TimeFormat)}},
-		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x"`, "If-Modified-Since": lm}},
-		{"GET", "/noetag/a.txt", map[string]string{"If-None-Match": `*`}},
-		{"GET", "/noetag/a.txt", map[string]string{"If-None-Match": etagA}},
-		{"GET", "/a.txt", map[string]string{"If-Match": etagA}},
-		{"GET", "/a.txt", map[string]string{"If-Match": "W/" + etagA}},
-		{"GET", "/a.txt", map[string]string{"If-Match": `"nope"`}},
-		{"GET", "/exp/a.txt", map[string]string{"If-Match": `"nope"`}},
-		{"GET", "/a.txt", map[string]string{"If-Match": `*`}},
-		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": lm}},
-		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": d.Add(-time.Second).UTC().Format(http.TimeFormat)}},
-		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": "garbage"}},
-		{"HEAD", "/a.txt", map[string]string{"If-None-Match": etagA}},
+		{"GET", "/a.txt", map[string]string{"If-Modified-Since": lm}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Add(time.Hour).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Modified-Since": "garbage"}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Format("Monday, 02-Jan-06 15:04:05 GMT")}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Modified-Since": d.Format("Mon Jan _2 15:04:05 2006")}, 0},
+		{"GET", "/ims/a.txt", map[string]string{"If-Modified-Since": d.Add(time.Hour).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/ims/a.txt", map[string]string{"If-Modified-Since": d.Add(-time.Hour).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/imsoff/a.txt", map[string]string{"If-Modified-Since": lm}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": etagA}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x", W/` + etagA + ` , "y"`}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x"`}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": `*`}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": etagA, "If-Modified-Since": d.Add(-time.Hour).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/a.txt", map[string]string{"If-None-Match": `"x"`, "If-Modified-Since": lm}, 0},
+		{"GET", "/noetag/a.txt", map[string]string{"If-None-Match": `*`}, 0},
+		{"GET", "/noetag/a.txt", map[string]string{"If-None-Match": etagA}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Match": etagA}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Match": "W/" + etagA}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Match": `"nope"`}, 0},
+		{"GET", "/exp/a.txt", map[string]string{"If-Match": `"nope"`}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Match": `*`}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": lm}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": d.Add(-time.Second).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/a.txt", map[string]string{"If-Unmodified-Since": "garbage"}, 0},
+		{"HEAD", "/a.txt", map[string]string{"If-None-Match": etagA}, 0},
 		// Ranges.
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-4"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=6-"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=-3"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=-100"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=3-100"}},
-		{"GET", "/a.txt", map[string]string{"Range": "BYTES= 1 - 2 , 4-5"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1,3-4,8-"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-5,3-8"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-11,0-11"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=100-"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=100-200,300-"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=-0"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=5-2"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=x"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=1-2x"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=99999999999999999999-"}},
-		{"GET", "/a.txt", map[string]string{"Range": "items=0-1"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes="}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": etagA}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": `"other"`}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": lm}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": d.Add(time.Second).UTC().Format(http.TimeFormat)}},
-		{"GET", "/noetag/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": etagA}},
-		{"GET", "/mr1/a.txt", map[string]string{"Range": "bytes=0-1"}},
-		{"GET", "/mr1/a.txt", map[string]string{"Range": "bytes=0-1,3-4"}},
-		{"GET", "/mr0/a.txt", map[string]string{"Range": "bytes=0-1"}},
-		{"GET", "/mr0/a.txt", nil},
-		{"HEAD", "/a.txt", map[string]string{"Range": "bytes=0-1"}},
-		{"GET", "/big.bin", map[string]string{"Range": "bytes=1000-1999,65000-"}},
-		{"GET", "/cs/page.html", map[string]string{"Range": "bytes=0-1,3-4"}},
-		{"GET", "/cs/a.txt", map[string]string{"Range": "bytes=100-"}},
-		{"GET", "/exp/a.txt", map[string]string{"Range": "bytes=100-"}},
-		{"GET", "/exp/a.txt", map[string]string{"Range": "bytes=0-1"}},
-		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-None-Match": etagA}},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-4"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=6-"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=-3"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=-100"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=3-100"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "BYTES= 1 - 2 , 4-5"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1,3-4,8-"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-5,3-8"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-11,0-11"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=100-"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=100-200,300-"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=-0"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=5-2"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=x"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=1-2x"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=99999999999999999999-"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "items=0-1"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes="}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": etagA}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": `"other"`}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": lm}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": d.Add(time.Second).UTC().Format(http.TimeFormat)}, 0},
+		{"GET", "/noetag/a.txt", map[string]string{"Range": "bytes=0-1", "If-Range": etagA}, 0},
+		{"GET", "/mr1/a.txt", map[string]string{"Range": "bytes=0-1"}, 0},
+		{"GET", "/mr1/a.txt", map[string]string{"Range": "bytes=0-1,3-4"}, 0},
+		{"GET", "/mr0/a.txt", map[string]string{"Range": "bytes=0-1"}, 0},
+		{"GET", "/mr0/a.txt", nil, 0},
+		{"HEAD", "/a.txt", map[string]string{"Range": "bytes=0-1"}, 0},
+		{"GET", "/big.bin", map[string]string{"Range": "bytes=1000-1999,65000-"}, 0},
+		{"GET", "/cs/page.html", map[string]string{"Range": "bytes=0-1,3-4"}, 0},
+		{"GET", "/cs/a.txt", map[string]string{"Range": "bytes=100-"}, 0},
+		{"GET", "/exp/a.txt", map[string]string{"Range": "bytes=100-"}, 0},
+		{"GET", "/exp/a.txt", map[string]string{"Range": "bytes=0-1"}, 0},
+		{"GET", "/a.txt", map[string]string{"Range": "bytes=0-1", "If-None-Match": etagA}, 0},
 		// Expires.
-		{"GET", "/exp/a.txt", nil},
-		{"GET", "/exp/a.txt", map[string]string{"If-None-Match": etagA}},
-		{"GET", "/exp/dir", nil},
-		{"GET", "/exp/missing", nil},
-		{"GET", "/expm/a.txt", nil},
-		{"GET", "/neg/a.txt", nil},
-		{"GET", "/epoch/a.txt", nil},
-		{"GET", "/max/a.txt", nil},
-		{"GET", "/zero/a.txt", nil},
-		{"GET", "/daily/a.txt", nil},
+		{"GET", "/exp/a.txt", nil, 0},
+		{"GET", "/exp/a.txt", map[string]string{"If-None-Match": etagA}, 0},
+		{"GET", "/exp/dir", nil, 0},
+		{"GET", "/exp/missing", nil, 0},
+		{"GET", "/expm/a.txt", nil, 0},
+		{"GET", "/neg/a.txt", nil, 0},
+		{"GET", "/epoch/a.txt", nil, 0},
+		{"GET", "/max/a.txt", nil, 0},
+		{"GET", "/zero/a.txt", nil, 0},
+		{"GET", "/daily/a.txt", nil, 0},
 		// Charset.
-		{"GET", "/cs/a.txt", nil},
-		{"GET", "/cs/page.html", nil},
-		{"GET", "/cs/big.bin", nil},
-		{"GET", "/cs/dir", nil},
-		{"GET", "/cs/missing", nil},
-		{"GET", "/cs/a.txt", map[string]string{"If-None-Match": etagA}},
-		{"GET", "/csx/a.txt", nil},
-		{"GET", "/csall/big.bin", nil},
-		{"GET", "/cs/dir2/", nil},
+		{"GET", "/cs/a.txt", nil, 0},
+		{"GET", "/cs/page.html", nil, 0},
+		{"GET", "/cs/big.bin", nil, 0},
+		{"GET", "/cs/dir", nil, 0},
+		{"GET", "/cs/missing", nil, 0},
+		{"GET", "/cs/a.txt", map[string]string{"If-None-Match": etagA}, 0},
+		{"GET", "/csx/a.txt", nil, 0},
+		{"GET", "/csall/big.bin", nil, 0},
+		{"GET", "/cs/dir2/", nil, 0},
 		// Types.
-		{"GET", "/types/a.txt", nil},
-		{"GET", "/types/page.html", nil},
+		{"GET", "/types/a.txt", nil, 0},
+		{"GET", "/types/page.html", nil, 0},
 		// Autoindex.
-		{"GET", "/ai/", nil},
-		{"HEAD", "/ai/", nil},
-		{"POST", "/ai/", nil},
-		{"GET", "/aiu/", nil},
-		{"GET", "/aie/", nil},
-		{"GET", "/aij/", nil},
-		{"GET", "/aijp/", nil},
-		{"GET", "/aijp/?callback=cb.x_1", nil},
-		{"GET", "/aijp/?a=1&CALLBACK=f", nil},
-		{"GET", "/aijp/?callback=bad(", nil},
-		{"GET", "/aix/", nil},
-		{"GET", "/ai/sub/", nil},
-		{"GET", "/ai/nosuch/", nil},
-		{"GET", "/ai/file%20one.txt/", nil},
+		{"GET", "/ai/", nil, 0},
+		{"HEAD", "/ai/", nil, 0},
+		{"POST", "/ai/", nil, 0},
+		{"GET", "/aiu/", nil, 0},
+		{"GET", "/aie/", nil, 0},
+		{"GET", "/aij/", nil, 0},
+		{"GET", "/aijp/", nil, 0},
+		{"GET", "/aijp/?callback=cb.x_1", nil, 0},
+		{"GET", "/aijp/?a=1&CALLBACK=f", nil, 0},
+		{"GET", "/aijp/?callback=bad(", nil, 0},
+		{"GET", "/aix/", nil, 0},
+		{"GET", "/ai/sub/", nil, 0},
+		{"GET", "/ai/nosuch/", nil, 0},
+		{"GET", "/ai/file%20one.txt/", nil, 0},
 		// Index.
-		{"GET", "/idx/", nil},
-		{"GET", "/idxabs/", nil},
-		{"GET", "/idxnone/", nil},
-		{"GET", "/idxnone/nosuch/", nil},
+		{"GET", "/idx/", nil, 0},
+		{"GET", "/idxabs/", nil, 0},
+		{"GET", "/idxnone/", nil, 0},
+		{"GET", "/idxnone/nosuch/", nil, 0},
 		// Symlinks.
-		{"GET", "/sym/a.txt", nil},
-		{"GET", "/sym/link.txt", nil},
-		{"GET", "/sym/linkdir/index.html", nil},
-		{"GET", "/sym/linkdir/", nil},
-		{"GET", "/sym/linkdir", nil},
-		{"GET", "/sym/dir/", nil},
-		{"GET", "/own/mine.txt", nil},
-		{"GET", "/own/good-link.txt", nil},
-		{"GET", "/own/root-link.txt", nil},
-		{"GET", "/own/nobody-link.txt", nil},
-		{"GET", "/from/a.txt", nil},
-		{"GET", "/from/link.txt", nil},
+		{"GET", "/sym/a.txt", nil, 0},
+		{"GET", "/sym/link.txt", nil, 0},
+		{"GET", "/sym/linkdir/index.html", nil, 0},
+		{"GET", "/sym/linkdir/", nil, 0},
+		{"GET", "/sym/linkdir", nil, 0},
+		{"GET", "/sym/dir/", nil, 0},
+		{"GET", "/own/mine.txt", nil, 0},
+		{"GET", "/own/good-link.txt", nil, 0},
+		{"GET", "/own/root-link.txt", nil, 0},
+		{"GET", "/own/nobody-link.txt", nil, 0},
+		{"GET", "/from/a.txt", nil, 0},
+		{"GET", "/from/link.txt", nil, 0},
 		// try_files, internal, alias forms.
-		{"GET", "/tf/exists.txt", nil},
-		{"GET", "/tf/d", nil},
-		{"GET", "/tf/d/", nil},
-		{"GET", "/tf/nope", nil},
-		{"GET", "/tf404/nope", nil},
-		{"GET", "/tf404/exists.txt", nil},
-		{"GET", "/tfn/x", nil},
-		{"GET", "/tfq/x", nil},
-		{"GET", "/int/a.txt", nil},
-		{"GET", "/exact.txt", nil},
-		{"GET", "/re/a.txt", nil},
-		{"GET", "/re/dir", nil},
-		{"GET", "/noslash/index.html", nil},
-		{"GET", "/noslash", nil},
-		{"GET", "/i/also.html", nil},
-		{"GET", "/i/", nil},
-		{"GET", "/oc/a.txt", nil},
-		{"GET", "/oc/a.txt", nil},
-		{"GET", "/oc/missing", nil},
-		{"GET", "/oc/missing", nil},
-		{"GET", "/oc/dir", nil},
-		{"GET", "/oc/dir", nil},
+		{"GET", "/tf/exists.txt", nil, 0},
+		{"GET", "/tf/d", nil, 0},
+		{"GET", "/tf/d/", nil, 0},
+		{"GET", "/tf/nope", nil, 0},
+		{"GET", "/tf404/nope", nil, 0},
+		{"GET", "/tf404/exists.txt", nil, 0},
+		{"GET", "/tfn/x", nil, 0},
+		{"GET", "/tfq/x", nil, 0},
+		{"GET", "/int/a.txt", nil, 0},
+		{"GET", "/exact.txt", nil, 0},
+		{"GET", "/re/a.txt", nil, 0},
+		{"GET", "/re/dir", nil, 0},
+		{"GET", "/noslash/index.html", nil, 0},
+		{"GET", "/noslash", nil, 0},
+		{"GET", "/i/also.html", nil, 0},
+		{"GET", "/i/", nil, 0},
+		{"GET", "/oc/a.txt", nil, 0},
+		{"GET", "/oc/a.txt", nil, 0},
+		{"GET", "/oc/missing", nil, 0},
+		{"GET", "/oc/missing", nil, 0},
+		{"GET", "/oc/dir", nil, 0},
+		{"GET", "/oc/dir", nil, 0},
+		{"GET", "/a%20b%23c%3Fd", nil, 0},
+		{"GET", "/a%20b%23c%3Fd?q=%20", nil, 0},
+		{"GET", "/a%20b%23c%3Fd/", nil, 0},
+		{"GET", "/tfa/exists.txt", nil, 0},
+		{"GET", "/tfa/d", nil, 0},
+		{"GET", "/tfa/d/", nil, 0},
+		{"GET", "/tfa/nope", nil, 0},
+		{"GET", "/tfas/anything", nil, 0},
+		{"GET", "/tfre/exists.txt", nil, 0},
+		{"GET", "/tfre/nope", nil, 0},
+		{"GET", "/dir?a=b", nil, 1},
+		{"GET", "/a%20b%23c%3Fd", nil, 1},
+		{"GET", "/dir?a=b", nil, 2},
 	}
 	for _, c := range cases {
 		name := c.method + " " + c.target
 		if len(c.headers) > 0 {
 			name += fmt.Sprint(" ", c.headers)
 		}
-		want, date := askNginx(t, addr, c)
-		got := askPackage(t, h, srv, c, date, port)
+		want, date := askNginx(t, addrs[c.server], c)
+		base := []*RedirectBase{{Host: []byte("127.0.0.1"), Port: port}, {Host: []byte("example.org")}, nil}[c.server]
+		got := askPackage(t, h, srv, c, date, base)
 		if diff := compareAnswers(want, got); diff != "" {
 			t.Errorf("%s:\n%s", name, diff)
 		}
+	}
+
+	// Where numaproxy differs on purpose: an alias in a location without a trailing
+	// slash lets nginx climb out of the alias ("/ali../a.txt" is www/dir/../a.txt).
+	c := diffCase{"GET", "/ali../a.txt", nil, 0}
+	want, date := askNginx(t, addr, c)
+	got := askPackage(t, h, srv, c, date, nil)
+	if want.status != 200 || want.body != "hello world\n" || got.status != 403 {
+		t.Errorf("alias traversal: nginx %d %q, static %d; want nginx 200, static 403", want.status, want.body, got.status)
 	}
 }
 
@@ -524,7 +561,7 @@ func findLocation(srv *conf.Server, uri string) (*conf.Location, []string) {
 // askPackage runs the request through the package the way the HTTP core will: find
 // the location, try_files, the content handlers and filters, following internal
 // redirects.
-func askPackage(t *testing.T, h *Handler, srv *conf.Server, c diffCase, now int64, port int) nginxAnswer {
+func askPackage(t *testing.T, h *Handler, srv *conf.Server, c diffCase, now int64, base *RedirectBase) nginxAnswer {
 	t.Helper()
 	target := c.target
 	args := ""
@@ -550,7 +587,7 @@ func askPackage(t *testing.T, h *Handler, srv *conf.Server, c diffCase, now int6
 		vars := &testVars{uri: uri, args: args, captures: caps}
 		req := &Request{
 			Method: []byte(c.method), URI: []byte(uri), Args: []byte(args), Internal: internal,
-			Vars: vars, Now: now, Redirect: &RedirectBase{Host: []byte("127.0.0.1"), Port: port},
+			Vars: vars, Now: now, Redirect: base,
 		}
 		hdr := func(k string) []byte {
 			if v, ok := c.headers[k]; ok {

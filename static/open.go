@@ -92,8 +92,8 @@ func SymlinksFrom(path, from []byte, mode SymlinkMode) (SymlinkMode, int) {
 // lookup is one attempt at a file: nginx's ngx_open_and_stat_file with its open and
 // stat wrappers. It works on a NUL-terminated copy of the name it may cut at slashes.
 type lookup struct {
-	name []byte // NUL-terminated
-	opts *OpenOptions
+	name []byte      // NUL-terminated
+	opts OpenOptions // a copy: a pointer would make the caller's escape
 
 	fd   int    // in: the cached descriptor being retested (-1: none); out: the open one
 	ino  uint64 // in: the cached inode when fd >= 0

@@ -187,12 +187,11 @@ func (r *Response) logFailed(level slog.Level, f *FileInfo, path []byte) {
 	r.Log = LogEntry{Level: level, Kind: LogFailed, Op: f.Op, Path: path, Errno: f.Errno}
 }
 
-// appendBuf copies b into the response's buffer and returns the copy.
-func (r *Response) appendBuf(parts ...[]byte) []byte {
+// appendBuf copies a and b, one after the other, into the response's buffer and
+// returns the copy.
+func (r *Response) appendBuf(a []byte, b ...byte) []byte {
 	start := len(r.buf)
-	for _, p := range parts {
-		r.buf = append(r.buf, p...)
-	}
+	r.buf = append(append(r.buf, a...), b...)
 	return r.buf[start:len(r.buf):len(r.buf)]
 }
 
