@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/errorlog"
 )
 
 // DirEntry is one line of a listing.
@@ -415,7 +417,7 @@ func (h *Handler) autoindex(req *Request, lc *LocConf, r *Response, m method) {
 		var op string
 		entries, e, op = h.dir.read(h.path)
 		if e != 0 {
-			status, level := 500, slog.LevelError+4
+			status, level := 500, errorlog.LevelCrit
 			switch e {
 			case unix.ENOENT, unix.ENOTDIR, unix.ENAMETOOLONG:
 				status, level = 404, slog.LevelError

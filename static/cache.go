@@ -33,7 +33,7 @@ func (fs *Files) Open(f *File, path []byte, spec *CacheSpec, o *OpenOptions) {
 			return
 		}
 		l.run()
-		f.FileInfo, f.Fd = l.info, l.fd
+		f.FileInfo, f.Fd, f.owned = l.info, l.fd, l.fd >= 0
 		return
 	}
 	c := fs.caches[spec]

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/errorlog"
 )
 
 // Handler runs the static content handlers and filters for one event loop. It keeps
@@ -107,7 +109,7 @@ func (h *Handler) Content(req *Request, lc *LocConf, r *Response) {
 func (h *Handler) mapPath(req *Request, lc *LocConf, r *Response) (path []byte, root int, ok bool) {
 	if lc.Alias && req.Rewritten {
 		r.fail(500)
-		r.Log = LogEntry{Level: slog.LevelError + 4, Kind: LogAliasRewritten}
+		r.Log = LogEntry{Level: errorlog.LevelAlert, Kind: LogAliasRewritten}
 		return nil, 0, false
 	}
 	path, root, err := MapURI(h.path[:0], lc, req.URI, req.Vars, req.AddURIToAlias)
@@ -204,7 +206,7 @@ func (h *Handler) static(req *Request, lc *LocConf, r *Response, m method) {
 	if !f.IsFile {
 		f.Close()
 		r.fail(404)
-		r.Log = LogEntry{Level: slog.LevelError + 4, Kind: LogNotRegular, Path: r.appendBuf(path)}
+		r.Log = LogEntry{Level: errorlog.LevelCrit, Kind: LogNotRegular, Path: r.appendBuf(path)}
 		return
 	}
 	if m == methodPost {
@@ -239,7 +241,7 @@ func (h *Handler) openFailed(lc *LocConf, r *Response, path []byte) {
 	case unix.EACCES, unix.EMLINK, unix.ELOOP:
 		status = 403
 	default:
-		level = slog.LevelError + 4 // crit
+		level = errorlog.LevelCrit
 	}
 	r.fail(status)
 	if status != 404 || lc.LogNotFound {
@@ -306,7 +308,7 @@ func (h *Handler) index(req *Request, lc *LocConf, r *Response) bool {
 			continue
 		}
 		r.fail(500)
-		r.logFailed(slog.LevelError+4, &f.FileInfo, r.appendBuf(path))
+		r.logFailed(errorlog.LevelCrit, &f.FileInfo, r.appendBuf(path))
 		return true
 	}
 	return false
@@ -330,7 +332,7 @@ func (h *Handler) indexTestDir(req *Request, lc *LocConf, r *Response, path []by
 			return false
 		}
 		r.fail(500)
-		r.Log = LogEntry{Level: slog.LevelError + 8, Kind: LogNotDir, Path: r.appendBuf(dir)}
+		r.Log = LogEntry{Level: errorlog.LevelAlert, Kind: LogNotDir, Path: r.appendBuf(dir)}
 		return true
 	}
 	switch f.Errno {
@@ -347,7 +349,7 @@ func (h *Handler) indexTestDir(req *Request, lc *LocConf, r *Response, path []by
 		return false // searching it is allowed: the index file's error said so
 	}
 	r.fail(500)
-	r.logFailed(slog.LevelError+4, &f.FileInfo, r.appendBuf(dir))
+	r.logFailed(errorlog.LevelCrit, &f.FileInfo, r.appendBuf(dir))
 	return true
 }
 
@@ -376,7 +378,7 @@ func (h *Handler) TryFiles(req *Request, lc *LocConf, r *Response) {
 	}
 	if lc.Alias && req.Rewritten {
 		r.fail(500)
-		r.Log = LogEntry{Level: slog.LevelError + 4, Kind: LogAliasRewritten}
+		r.Log = LogEntry{Level: errorlog.LevelAlert, Kind: LogAliasRewritten}
 		return
 	}
 	uri := req.URI
@@ -415,7 +417,7 @@ func (h *Handler) TryFiles(req *Request, lc *LocConf, r *Response) {
 				return
 			}
 			if f.Errno != unix.ENOENT && f.Errno != unix.ENOTDIR && f.Errno != unix.ENAMETOOLONG {
-				r.logFailed(slog.LevelError+4, &f.FileInfo, r.appendBuf(path))
+				r.logFailed(errorlog.LevelCrit, &f.FileInfo, r.appendBuf(path))
 			}
 			continue
 		}

@@ -22,6 +22,9 @@ import (
 
 const nginxBin = "/usr/sbin/nginx"
 
+// testZone is the local time zone of both servers in the differential test.
+const testZone = "Asia/Tokyo"
+
 // startNginx runs Debian's nginx (one process, in the foreground) with the given
 // http block body in dir, and returns its address. The test's cleanup stops it.
 func startNginx(t *testing.T, dir, httpBody string, port int) string {
@@ -39,6 +42,7 @@ func startNginx(t *testing.T, dir, httpBody string, port int) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(nginxBin, "-p", dir+"/", "-c", file, "-g", "daemon off; master_process off;")
+	cmd.Env = append(os.Environ(), "TZ="+testZone) // local times (autoindex_localtime, expires @time) are not UTC
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -181,6 +185,7 @@ const diffServer = `
 		location /aij/ { alias ROOT/dir2/; autoindex on; autoindex_format json; }
 		location /aijp/ { alias ROOT/dir2/; autoindex on; autoindex_format jsonp; }
 		location /aix/ { alias ROOT/dir2/; autoindex on; autoindex_format xml; }
+		location /ail/ { alias ROOT/dir2/; autoindex on; autoindex_localtime on; autoindex_exact_size off; }
 		location /sym/ { alias ROOT/; disable_symlinks on; }
 		location /own/ { alias ROOT/own/; disable_symlinks if_not_owner; }
 		location /from/ { alias ROOT/; disable_symlinks on from=$document_root; }
@@ -235,6 +240,12 @@ type nginxAnswer struct {
 var comparedHeaders = []string{"Content-Type", "Content-Length", "Last-Modified", "ETag", "Content-Range", "Accept-Ranges", "Location", "Expires", "Cache-Control"}
 
 func TestDifferentialNginx(t *testing.T) {
+	zone, err := time.LoadLocation(testZone)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = zone
 	dir := t.TempDir()
 	ft := makeTree(t, dir)
 	port, port1, port2 := freePort(t), freePort(t), freePort(t)
@@ -374,11 +385,13 @@ func TestDifferentialNginx(t *testing.T) {
 		{"GET", "/aijp/?a=1&CALLBACK=f", nil, 0},
 		{"GET", "/aijp/?callback=bad(", nil, 0},
 		{"GET", "/aix/", nil, 0},
+		{"GET", "/ail/", nil, 0},
 		{"GET", "/ai/sub/", nil, 0},
 		{"GET", "/ai/nosuch/", nil, 0},
 		{"GET", "/ai/file%20one.txt/", nil, 0},
 		// Index.
 		{"GET", "/idx/", nil, 0},
+		{"GET", "/dir3/", nil, 0},
 		{"GET", "/idxabs/", nil, 0},
 		{"GET", "/idxnone/", nil, 0},
 		{"GET", "/idxnone/nosuch/", nil, 0},

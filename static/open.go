@@ -33,6 +33,7 @@ type File struct {
 	FileInfo
 	Fd int // -1 when not open (a folder, an error, a test-only lookup)
 
+	owned   bool        // Fd is this File's own (no cache): Close closes it
 	entry   *cacheEntry // the cache's entry this File holds a use of
 	cache   *Cache
 	minUses int
@@ -46,8 +47,9 @@ func (f *File) Close() {
 	case f.entry != nil:
 		f.cache.release(f.entry, f.minUses)
 		f.entry, f.cache = nil, nil
-	case f.Fd > 0:
+	case f.owned:
 		unix.Close(f.Fd)
+		f.owned = false
 	}
 	f.Fd = -1
 }

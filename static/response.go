@@ -88,7 +88,7 @@ type Response struct {
 	AddURIToAlias bool   // Continue in a regex location with alias
 
 	// File is the file the Body's ranges read from (Fd < 0: none). The core Closes
-	// it when the response is sent or dropped, whatever Action says.
+	// it (or Resets the Response) when the response is sent or dropped.
 	File File
 	// Body is what to send after the head, in order (the core skips it for HEAD).
 	Body []Part
@@ -171,9 +171,10 @@ func (e *LogEntry) AppendText(dst []byte) []byte {
 	return dst
 }
 
-// Reset empties the response for the next request, keeping its buffers. It does not
-// Close the File.
+// Reset empties the response for the next request, keeping its buffers; it Closes
+// the File.
 func (r *Response) Reset() {
+	r.File.Close()
 	buf, body := r.buf[:0], r.Body[:0]
 	*r = Response{buf: buf, Body: body, ContentLength: -1, LastModified: -1, File: File{Fd: -1}}
 }
