@@ -38,7 +38,7 @@ func (fs *Files) Open(f *File, path []byte, spec *CacheSpec, o *OpenOptions) {
 	}
 	c := fs.caches[spec]
 	if c == nil {
-		c = NewCache(spec)
+		c = newCache(spec)
 		fs.caches[spec] = c
 	}
 	c.open(f, fs.name, o)
@@ -77,8 +77,8 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 }
 
-// NewCache makes an empty cache.
-func NewCache(spec *CacheSpec) *Cache {
+// newCache makes an empty cache.
+func newCache(spec *CacheSpec) *Cache {
 	c := &Cache{spec: spec, entries: map[string]*cacheEntry{}}
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c

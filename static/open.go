@@ -1,6 +1,7 @@
 package static
 
 import (
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -218,14 +219,14 @@ func (l *lookup) open(mode int) int {
 		at, rest = fd, from+1
 		defer unix.Close(fd)
 	}
-	if l.opts.Symlinks == SymlinksOn && openat2Works {
+	if l.opts.Symlinks == SymlinksOn && !noOpenat2.Load() {
 		how := unix.OpenHow{Flags: uint64(mode), Resolve: unix.RESOLVE_NO_SYMLINKS}
 		fd, e := openat2(at, l.name[rest:], &how)
 		switch e {
 		case 0:
 			return fd
 		case unix.ENOSYS, unix.EPERM: // no openat2 (seccomp may say EPERM): walk from now on
-			openat2Works = false
+			noOpenat2.Store(true)
 		case unix.ELOOP:
 		default:
 			l.info.Errno, l.info.Op = e, "openat()"
@@ -235,9 +236,8 @@ func (l *lookup) open(mode int) int {
 	return l.walk(at, rest, mode)
 }
 
-// openat2Works goes false the first time the kernel refuses openat2; it is only ever
-// cleared, so loops racing on it agree.
-var openat2Works = true
+// noOpenat2 is set the first time the kernel refuses openat2.
+var noOpenat2 atomic.Bool
 
 // walk opens the name's folders one by one from at (nginx's loop), each with
 // O_NOFOLLOW, or for if_not_owner with an owner check. The folders it opens it
