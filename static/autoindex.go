@@ -389,7 +389,7 @@ func (d *dirReader) read(path []byte) ([]DirEntry, syscall.Errno, string) {
 
 // autoindex is nginx's autoindex handler for a URI ending in "/".
 func (h *Handler) autoindex(req *Request, lc *LocConf, r *Response, m method) {
-	path, _, ok := h.mapPath(req, lc, r)
+	path, ok := h.mapPath(req, lc, r)
 	if !ok {
 		return
 	}

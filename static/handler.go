@@ -106,27 +106,27 @@ func (h *Handler) Content(req *Request, lc *LocConf, r *Response) {
 }
 
 // mapPath maps the request's URI, answering the errors; ok false means r is final.
-func (h *Handler) mapPath(req *Request, lc *LocConf, r *Response) (path []byte, root int, ok bool) {
+func (h *Handler) mapPath(req *Request, lc *LocConf, r *Response) (path []byte, ok bool) {
 	if lc.Alias && req.Rewritten {
 		r.fail(500)
 		r.Log = LogEntry{Level: errorlog.LevelAlert, Kind: LogAliasRewritten}
-		return nil, 0, false
+		return nil, false
 	}
-	path, root, err := MapURI(h.path[:0], lc, req.URI, req.Vars, req.AddURIToAlias)
+	path, _, err := MapURI(h.path[:0], lc, req.URI, req.Vars, req.AddURIToAlias)
 	h.path = path[:0]
 	switch {
 	case errors.Is(err, ErrBadURI):
 		r.fail(400)
-		return nil, 0, false
+		return nil, false
 	case errors.Is(err, ErrOutsideRoot):
 		r.fail(403)
 		r.Log = LogEntry{Level: slog.LevelError, Kind: LogOutsideRoot, Path: r.appendBuf(req.URI)}
-		return nil, 0, false
+		return nil, false
 	case err != nil:
 		r.fail(500)
-		return nil, 0, false
+		return nil, false
 	}
-	return path, root, true
+	return path, true
 }
 
 // openOptions are the location's lookup settings for path.
@@ -180,7 +180,7 @@ func (h *Handler) static(req *Request, lc *LocConf, r *Response, m method) {
 		r.fail(405)
 		return
 	}
-	path, _, ok := h.mapPath(req, lc, r)
+	path, ok := h.mapPath(req, lc, r)
 	if !ok {
 		return
 	}
@@ -271,7 +271,7 @@ func (h *Handler) index(req *Request, lc *LocConf, r *Response) bool {
 			r.URI, r.Args = r.appendBuf(h.name), req.Args
 			return true
 		}
-		path, _, ok := h.mapPath(req, lc, r)
+		path, ok := h.mapPath(req, lc, r)
 		if !ok {
 			return true
 		}
