@@ -1,6 +1,8 @@
 package static
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -267,7 +269,7 @@ func (c *Cache) closeEntry(file *cacheEntry, minUses int) {
 // used entry by force, and then, as n == 1 does, one or two entries not used for
 // inactive.
 func (c *Cache) expire(n int) {
-	inactive := int64(c.spec.Inactive.Seconds())
+	inactive := int64(c.spec.Inactive / time.Second)
 	for ; n < 3; n++ {
 		file := c.lru.prev
 		if file == &c.lru {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -135,7 +136,7 @@ func openOptions(req *Request, lc *LocConf, path, from []byte, testOnly bool) Op
 		TestOnly: testOnly,
 		Symlinks: lc.DisableSymlinks,
 		DirectIO: lc.DirectIO,
-		Valid:    int64(lc.CacheValid.Seconds()),
+		Valid:    int64(lc.CacheValid / time.Second),
 		MinUses:  lc.CacheMinUses,
 		Errors:   lc.CacheErrors,
 		Now:      req.Now,

@@ -1,6 +1,6 @@
 package static
 
-import "time"
+import "strconv"
 
 var monthDays = [12]int64{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
@@ -199,7 +199,51 @@ func ParseHTTPTime(v []byte) int64 {
 }
 
 // AppendHTTPTime appends t (seconds since 1970) as an HTTP date, "Mon, 02 Jan 2006
-// 15:04:05 GMT", without allocating.
+// 15:04:05 GMT", without allocating (and several times faster than time's
+// formatting, which is most of a cached response's cost otherwise).
 func AppendHTTPTime(dst []byte, t int64) []byte {
-	return time.Unix(t, 0).UTC().AppendFormat(dst, "Mon, 02 Jan 2006 15:04:05 GMT")
+	days, secs := t/86400, t%86400
+	if secs < 0 {
+		days, secs = days-1, secs+86400
+	}
+	y, m, d := civil(days)
+	wd := (days%7 + 11) % 7 // 1970-01-01 was a Thursday
+	dst = append(dst, weekdays[wd]...)
+	dst = append(dst, ',', ' ', byte('0'+d/10), byte('0'+d%10), ' ')
+	dst = append(dst, months[m-1]...)
+	dst = append(dst, ' ')
+	if y < 0 || y > 9999 {
+		dst = strconv.AppendInt(dst, y, 10)
+	} else {
+		dst = append(dst, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10))
+	}
+	h, mi, s := secs/3600, secs/60%60, secs%60
+	return append(dst, ' ', byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), ' ', 'G', 'M', 'T')
+}
+
+var weekdays = [7]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+
+// civil turns days since 1970-01-01 into a proleptic Gregorian date (Howard
+// Hinnant's days_from_civil, inverted).
+func civil(days int64) (y, m, d int64) {
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	m = mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	y = yoe + era*400
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
 }
