@@ -451,16 +451,14 @@ func setRoot(c *conf.Cursor, s *conf.Stmt) error {
 			return s.Errorf("the $%s variable cannot be used in the %q directive", name, s.Name)
 		}
 	}
-	if !alias && len(v) > 0 && v[len(v)-1] == '/' {
-		v = v[:len(v)-1]
+	// As nginx: a relative path goes after the prefix now (concatenated, not
+	// cleaned); one that starts with a variable when it is expanded. root loses
+	// one trailing slash ("root /;" is the empty root), alias keeps it.
+	if !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "$") {
+		v = strings.TrimSuffix(c.Config.Prefix, "/") + "/" + v
 	}
-	// As nginx: a path not starting with a variable is made absolute now; one that
-	// starts with a variable when it is expanded.
-	if !strings.HasPrefix(v, "$") {
-		v = c.Path(v)
-		if alias && strings.HasSuffix(s.Args[0].Value, "/") && !strings.HasSuffix(v, "/") {
-			v += "/" // filepath.Join dropped it
-		}
+	if !alias && strings.HasSuffix(v, "/") {
+		v = v[:len(v)-1]
 	}
 	t, err := CompileTemplate(v)
 	if err != nil {
@@ -476,7 +474,7 @@ func setRoot(c *conf.Cursor, s *conf.Stmt) error {
 	if t.HasVars() || lc.AliasWhole {
 		lc.RootTmpl = t
 	} else {
-		lc.Root = []byte(v)
+		lc.Root = append([]byte{}, v...) // non-nil even for "root /;"
 	}
 	lc.set |= bitRoot
 	return nil

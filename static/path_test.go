@@ -15,6 +15,8 @@ func TestMapURI(t *testing.T) {
 		location ~ ^/re/(.*)$ { alias /data/re/$1; }
 		location /v/ { root $var/v; }
 		location /abs/ { root /x/$var; }
+		location /slash/ { root /; }
+		location /rel/ { root www/../x/; }
 	} }`)
 	srv := cfg.HTTP.Servers[0]
 	locs := srv.Locations
@@ -43,6 +45,8 @@ func TestMapURI(t *testing.T) {
 		{ConfOf(locs[4]), "/re/cap.txt", true, "/data/re/cap.txt/re/cap.txt", 16, nil},
 		{ConfOf(locs[5]), "/v/f", false, cfg.Prefix + "/rel/v/v/f", len(cfg.Prefix) + 6, nil},
 		{ConfOf(locs[6]), "/abs/f", false, "/x/rel/abs/f", 6, nil},
+		{ConfOf(locs[7]), "/slash/f", false, "/slash/f", 0, nil},
+		{ConfOf(locs[8]), "/rel/f", false, cfg.Prefix + "/www/../x/rel/f", len(cfg.Prefix) + 9, nil},
 		{ServerConf(srv), "/../etc/passwd", false, "", 0, ErrBadURI},
 		{ServerConf(srv), "/a/..", false, "", 0, ErrBadURI},
 		{ServerConf(srv), "/a\x00b", false, "", 0, ErrBadURI},
