@@ -50,9 +50,10 @@ type Cursor struct {
 
 	p      *parser
 	lx     *lexer
-	confs  map[*Module]any // the http-level module configs of this level
-	module *Module         // the module whose directive is being set
-	seen   map[string]bool // directives already set in this block
+	confs  map[*Module]any                // the http-level module configs of this level
+	module *Module                        // the module whose directive is being set
+	seen   map[string]bool                // directives already set in this block
+	raw    func(c *Cursor, s *Stmt) error // set inside a ParseRawBlock block
 }
 
 // HTTPConf returns the calling directive's module config at this http level (http,
@@ -75,6 +76,16 @@ func (c *Cursor) Warn(pos Pos, format string, args ...any) {
 func (c *Cursor) ParseBlock(ctx Context, block any) error {
 	child := *c
 	child.Ctx, child.Block, child.seen = ctx, block, map[string]bool{}
+	return c.p.parseBlock(&child, true)
+}
+
+// ParseRawBlock parses the { } that follows the current directive without the
+// registry: each statement inside is handed to handle as written, its first word as
+// the name, as nginx's cf->handler does for blocks such as types { } and map { }.
+// "include file;" inside reads the file the same way; a nested "{" is an error.
+func (c *Cursor) ParseRawBlock(handle func(c *Cursor, s *Stmt) error) error {
+	child := *c
+	child.raw, child.seen = handle, map[string]bool{}
 	return c.p.parseBlock(&child, true)
 }
 
@@ -184,6 +195,9 @@ func (p *parser) parseBlock(c *Cursor, inBlock bool) error {
 // handle looks a statement up in the registry, checks its form and sets it.
 func (p *parser) handle(c *Cursor, args []Token, term terminator) error {
 	s := &Stmt{Name: args[0].Value, Args: args[1:], Pos: args[0].Pos}
+	if c.raw != nil {
+		return p.handleRaw(c, s, term)
+	}
 	reg, known := p.reg.lookup(s.Name, c.Ctx)
 	if reg == nil {
 		if known {
@@ -214,6 +228,20 @@ func (p *parser) handle(c *Cursor, args []Token, term terminator) error {
 	}
 	c.module = reg.m
 	return at(s.Pos, d.Set(c, s))
+}
+
+// handleRaw hands a statement of a ParseRawBlock block to its handler.
+func (p *parser) handleRaw(c *Cursor, s *Stmt, term terminator) error {
+	if term == endBlockStart {
+		return s.Errorf(`unexpected "{"`)
+	}
+	if s.Name == "include" {
+		if len(s.Args) != 1 {
+			return s.Errorf(`invalid number of arguments in "include" directive`)
+		}
+		return p.include(c, s)
+	}
+	return at(s.Pos, c.raw(c, s))
 }
 
 // maxFileSize bounds one configuration file; anything larger is a mistake.

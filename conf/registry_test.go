@@ -12,7 +12,10 @@ type levelConf struct {
 	set   bool
 }
 
-type mainConf struct{ names []string }
+type mainConf struct {
+	names []string
+	raw   []string // statements of test_raw blocks, "name arg ..."
+}
 
 var testModule = &Module{
 	Name: "test",
@@ -34,6 +37,20 @@ var testModule = &Module{
 			return nil
 		}},
 		{Name: "test_flag", Contexts: HTTPCtx, Args: Flag, Set: func(c *Cursor, s *Stmt) error { return nil }},
+		{Name: "test_raw", Contexts: HTTPCtx, Args: Args0, Block: true, Multi: true, Set: func(c *Cursor, s *Stmt) error {
+			mc := c.MainConf().(*mainConf)
+			return c.ParseRawBlock(func(c *Cursor, s *Stmt) error {
+				if s.Name == "bad" {
+					return s.Errorf("bad line")
+				}
+				line := s.Name
+				for _, a := range s.Args {
+					line += " " + a.Value
+				}
+				mc.raw = append(mc.raw, line)
+				return nil
+			})
+		}},
 	},
 	NewMain: func() any { return &mainConf{} },
 	NewHTTP: func() any { return &levelConf{} },
@@ -100,6 +117,31 @@ func TestModuleBlocksAndCheck(t *testing.T) {
 	_, err = loadWith(t, "http {\n test_inner;\n}")
 	if err == nil || !strings.Contains(err.Error(), `"test_inner" directive is not allowed here in `) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRawBlock(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"main.conf":  "http {\ntest_raw {\n text/html html htm;\n include more.types;\n listen x;\n}\ntest_raw { a; }\n}",
+		"more.types": "image/png png;\n'quoted name' x;\n",
+	})
+	cfg, err := Load(Options{Registry: MustRegistry(testModule), Prefix: dir, File: "main.conf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.MainConf(testModule).(*mainConf).raw, "|")
+	if want := "text/html html htm|image/png png|quoted name x|listen x|a"; got != want {
+		t.Fatalf("raw statements = %q, want %q", got, want)
+	}
+	for src, want := range map[string]string{
+		"http {\ntest_raw {\n bad;\n}\n}":         "bad line in ",
+		"http {\ntest_raw {\n x {\n}\n}\n}":       `unexpected "{" in `,
+		"http {\ntest_raw {\n include a b;\n}\n}": `invalid number of arguments in "include" directive in `,
+		"http {\ntest_raw {\n x y;\n}":            `unexpected end of file, expecting "}"`,
+	} {
+		if _, err := loadWith(t, src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", src, err, want)
+		}
 	}
 }
 
