@@ -21,6 +21,7 @@ type connState uint8
 
 const (
 	stateHandshake connState = iota
+	stateSettling            // handshake done, record path being chosen
 	stateOpen                // userspace records; the inner handler has the Conn
 	stateClosing             // Close called or the peer ended; the raw conn flushes
 	stateClosed
@@ -196,6 +197,7 @@ func (c *Conn) abandon() {
 // inner handler's side.
 func (c *Conn) established() {
 	l := c.layer
+	c.state = stateSettling
 	c.raw.SetTimeout(0)
 	cs := c.tc.ConnectionState()
 	if cs.DidResume {
@@ -250,7 +252,6 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 	}
 	switch {
 	case err != nil:
-		c.state = stateOpen // the record error or close_notify is handled as in userspace
 		c.readFailed(err)
 		return 0, true
 	case len(c.src) > 0 || c.hdrN > 0 || c.wroteAfterHandshake:
@@ -280,7 +281,6 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 	c.wipeSecrets()
 	if err != nil {
 		if errors.Is(err, errHalfInstalled) {
-			c.state = stateOpen
 			c.readFailed(err)
 			return 0, true
 		}
@@ -643,10 +643,10 @@ func (t *transport) Read(p []byte) (int, error) {
 		if n := c.take(p); n > 0 {
 			return n, nil
 		}
-		if c.state != stateHandshake {
-			return 0, errWouldBlock
+		if c.yield == nil {
+			return 0, errWouldBlock // not in the handshake coroutine
 		}
-		if c.yield == nil || !c.yield(struct{}{}) {
+		if !c.yield(struct{}{}) {
 			return 0, net.ErrClosed
 		}
 	}
@@ -709,7 +709,7 @@ func (t *transport) Write(b []byte) (int, error) {
 		copy(c.serverRandom[:], b[11:43])
 		c.haveServerRandom = true
 	}
-	if c.state != stateHandshake && c.mode == modeWhole {
+	if c.hsDone && c.mode == modeWhole {
 		c.wroteAfterHandshake = true
 	}
 	l := c.layer

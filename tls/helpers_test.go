@@ -177,6 +177,11 @@ func startServer(t testing.TB, r Router, opts Options, inner eventloop.Handler) 
 		case <-time.After(20 * time.Second):
 			t.Error("loop did not stop")
 		}
+		if t.Failed() {
+			logs.mu.Lock()
+			t.Logf("loop log:\n%s", strings.Join(logs.lines, "\n"))
+			logs.mu.Unlock()
+		}
 		if n := logs.count("panic"); n > 0 {
 			t.Errorf("%d panics logged:\n%s", n, strings.Join(logs.lines, "\n"))
 		}
@@ -252,28 +257,30 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 type holdConn struct {
 	net.Conn
 	mu     sync.Mutex
-	writes int
-	buf    []byte
+	writes   int
+	buf      []byte
+	released bool // flush(-1) was called: writes pass again
 }
 
 func (h *holdConn) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.writes++
-	if h.writes > 1 {
+	if h.writes > 1 && !h.released {
 		h.buf = append(h.buf, p...)
 		return len(p), nil
 	}
 	return h.Conn.Write(p)
 }
 
-// flush sends n held bytes (all if n < 0).
+// flush sends n held bytes; n < 0 sends all and stops holding.
 func (h *holdConn) flush(n int) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n < 0 || n > len(h.buf) {
-		n = len(h.buf)
+	if n < 0 {
+		n, h.released = len(h.buf), true
 	}
+	n = min(n, len(h.buf))
 	_, err := h.Conn.Write(h.buf[:n])
 	h.buf = h.buf[n:]
 	return err

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/tls/tlstest"
 )
@@ -163,34 +165,50 @@ func TestPauseResume(t *testing.T) {
 func TestBackpressure(t *testing.T) {
 	certs(t)
 	var blocked, writable atomic.Int32
+	blockedOnce := make(chan struct{})
 	chunk := bytes.Repeat([]byte("z"), 64<<10)
 	sent := 0
-	const total = 8 << 20
+	const total = 4 << 20
 	var pump func(c eventloop.Conn)
 	pump = func(c eventloop.Conn) {
-		for sent < total {
+		for sent < total && c.Queued() <= 256<<10 {
 			c.Write(chunk)
 			sent += len(chunk)
-			if c.Queued() > 256<<10 {
-				return // OnWriteBlocked said stop; OnWritable resumes
-			}
 		}
 	}
 	h := &funcHandler{
-		data:     func(c eventloop.Conn, b []byte) { pump(c) },
-		blocked:  func(c eventloop.Conn) { blocked.Add(1) },
+		open: func(c eventloop.Conn) {
+			// Small socket buffers, so the loop's queue fills.
+			unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10)
+		},
+		data: func(c eventloop.Conn, b []byte) { pump(c) },
+		blocked: func(c eventloop.Conn) {
+			if blocked.Add(1) == 1 {
+				close(blockedOnce)
+			}
+		},
 		writable: func(c eventloop.Conn) { writable.Add(1); pump(c) },
 	}
 	srv := startServer(t, &staticRouter{def: serverConfig(t, leafEC)}, userspace, h)
-	c := dialTLS(t, srv.addr, clientConfig(testCA.Pool, "a.example"))
+	raw, err := net.Dial("tcp", srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.(*net.TCPConn).SetReadBuffer(32 << 10)
+	c := stdtls.Client(raw, clientConfig(testCA.Pool, "a.example"))
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
 	c.Write([]byte("go"))
-	time.Sleep(100 * time.Millisecond) // let the server's queue fill
+	select {
+	case <-blockedOnce:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no OnWriteBlocked")
+	}
 	n, err := io.CopyN(io.Discard, c, total)
 	if err != nil || n != total {
 		t.Fatalf("read %d, %v", n, err)
 	}
-	if blocked.Load() == 0 || writable.Load() == 0 {
+	if writable.Load() == 0 {
 		t.Errorf("OnWriteBlocked %d, OnWritable %d; want both", blocked.Load(), writable.Load())
 	}
 }
