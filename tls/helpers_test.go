@@ -256,7 +256,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // leave in one segment.
 type holdConn struct {
 	net.Conn
-	mu     sync.Mutex
+	mu       sync.Mutex
 	writes   int
 	buf      []byte
 	released bool // flush(-1) was called: writes pass again
