@@ -71,7 +71,9 @@ type Conn struct {
 	hdr          [5]byte
 	hdrN         int
 	bodyLeft     int
-	records      int // whole records handed to crypto/tls in modeWhole
+	records      int // complete records handed to crypto/tls
+	recordsAtHS  int // records at the end of the handshake
+	consumed     int // reads since the handshake that returned a record's data
 
 	// what kTLS needs, from the key log and the first ServerHello written
 	clientRandom, serverRandom [32]byte
@@ -198,6 +200,7 @@ func (c *Conn) abandon() {
 func (c *Conn) established() {
 	l := c.layer
 	c.state = stateSettling
+	c.recordsAtHS = c.records
 	c.raw.SetTimeout(0)
 	cs := c.tc.ConnectionState()
 	if cs.DidResume {
@@ -243,9 +246,9 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 		cs.Version == stdtls.VersionTLS13 && (c.clientSecret == nil || c.serverSecret == nil) {
 		return fallback(0)
 	}
-	c.mode, c.records = modeWhole, 0
+	c.mode = modeWhole
 	n, err := c.readPlain(l.plain)
-	if err == nil && len(c.src) > 0 && n < len(l.plain)-maxPlaintext && c.completeTail() {
+	if err == nil && len(c.src) > 0 && len(l.plain)-n >= maxPlaintext && c.completeTail() {
 		var k int
 		k, err = c.readPlain(l.plain[n:])
 		n += k
@@ -269,11 +272,11 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 			return fallback(n)
 		}
 		tx.seq = uint64(c.appTickets)
-		rx.seq = uint64(c.records)
+		rx.seq = uint64(c.records - c.recordsAtHS)
 	} else {
 		tx, rx = keys12(kc, c.master, c.clientRandom[:], c.serverRandom[:])
-		tx.seq = 1 // the server's Finished
-		rx.seq = 1 + uint64(c.records)
+		tx.seq = 1                                   // the server's Finished
+		rx.seq = 1 + uint64(c.records-c.recordsAtHS) // after the client's Finished
 	}
 	err = installKTLS(c.raw.Fd(), cs.Version, kc, tx, rx)
 	tx.wipe()
@@ -337,21 +340,37 @@ func (c *Conn) wipeSecrets() {
 	c.master, c.clientSecret, c.serverSecret = nil, nil, nil
 }
 
-// readPlain decrypts into buf until crypto/tls needs input the transport does
-// not have; err is nil then.
+// readPlain decrypts into buf until crypto/tls has nothing it can open, or buf
+// has less room than a record's plaintext; err is nil then.
+//
+// Every read gets room for a whole record, so each read that returns data has
+// taken one record (and maybe non-data records before it) out of crypto/tls:
+// counting them against the complete records handed over tells when
+// crypto/tls holds nothing, without a read that would fail for want of input
+// (each read that reaches the transport allocates inside crypto/tls).
 func (c *Conn) readPlain(buf []byte) (int, error) {
 	n := 0
-	for n < len(buf) {
+	for len(buf)-n >= maxPlaintext && c.readable() {
 		k, err := c.tc.Read(buf[n:])
 		n += k
+		if k > 0 {
+			c.consumed++
+		}
 		if err != nil {
 			if err == errWouldBlock {
+				c.consumed = c.records - c.recordsAtHS // nothing complete is left inside
 				return n, nil
 			}
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// readable reports whether a read may find something: input not yet handed to
+// crypto/tls, or complete records it has not returned.
+func (c *Conn) readable() bool {
+	return len(c.src) > 0 || len(c.pending) > 0 || c.records-c.recordsAtHS > c.consumed || c.mode != modeStream
 }
 
 // deliver decrypts input and hands it to the inner handler until crypto/tls
@@ -361,7 +380,7 @@ func (c *Conn) deliver() {
 	c.stalled = false
 	for c.state == stateOpen {
 		if c.paused {
-			c.stalled = true // crypto/tls may hold records not yet delivered
+			c.stalled = c.readable()
 			break
 		}
 		n, err := c.readPlain(l.plain)
@@ -374,8 +393,8 @@ func (c *Conn) deliver() {
 			}
 			break
 		}
-		if n < len(l.plain) {
-			break // all input went to crypto/tls and all it could open was delivered
+		if !c.readable() {
+			break
 		}
 	}
 	c.keepSrc()
@@ -652,7 +671,8 @@ func (t *transport) Read(p []byte) (int, error) {
 	}
 }
 
-// take copies input into p as the read mode allows.
+// take copies input into p as the read mode allows, following the record
+// framing of what it hands over.
 func (c *Conn) take(p []byte) int {
 	buf := &c.pending
 	if len(*buf) == 0 {
@@ -666,33 +686,48 @@ func (c *Conn) take(p []byte) int {
 	switch {
 	case c.mode == modeStream:
 		n = copy(p, in)
+		c.frame(in[:n])
 	case c.hdrN < 5:
 		if c.mode == modeWhole && c.hdrN == 0 && !wholeRecord(in) {
 			return 0
 		}
 		n = copy(p[:min(len(p), 5-c.hdrN)], in)
-		copy(c.hdr[c.hdrN:], in[:n])
-		c.hdrN += n
-		if c.hdrN == 5 {
-			c.bodyLeft = int(binary.BigEndian.Uint16(c.hdr[3:5]))
-			if c.bodyLeft == 0 {
-				c.hdrN = 0
-				c.records++
-			}
-		}
+		c.frame(in[:n])
 	default:
 		n = copy(p[:min(len(p), c.bodyLeft)], in)
-		c.bodyLeft -= n
-		if c.bodyLeft == 0 {
-			c.hdrN = 0
-			c.records++
-		}
+		c.frame(in[:n])
 	}
 	*buf = in[n:]
 	if len(*buf) == 0 && buf == &c.pending {
 		c.pending = nil
 	}
 	return n
+}
+
+// frame advances the record framing over bytes handed to crypto/tls.
+func (c *Conn) frame(b []byte) {
+	for len(b) > 0 {
+		if c.hdrN < 5 {
+			k := copy(c.hdr[c.hdrN:], b)
+			c.hdrN += k
+			b = b[k:]
+			if c.hdrN == 5 {
+				c.bodyLeft = int(binary.BigEndian.Uint16(c.hdr[3:5]))
+				if c.bodyLeft == 0 {
+					c.hdrN = 0
+					c.records++
+				}
+			}
+			continue
+		}
+		k := min(len(b), c.bodyLeft)
+		c.bodyLeft -= k
+		b = b[k:]
+		if c.bodyLeft == 0 {
+			c.hdrN = 0
+			c.records++
+		}
+	}
 }
 
 // wholeRecord reports whether in starts with a complete record.
