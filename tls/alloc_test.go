@@ -40,4 +40,3 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
-
