@@ -18,6 +18,9 @@ type ServerConfig struct {
 	// SessionTimeout bounds the age of a session ticket that may resume
 	// (nginx's ssl_session_timeout); 0 leaves crypto/tls's 7 days.
 	SessionTimeout time.Duration
+	// HandshakeTimeout bounds the handshakes this configuration starts; 0
+	// leaves Options.HandshakeTimeout.
+	HandshakeTimeout time.Duration
 }
 
 // Router picks the configuration of a connection. Its methods run on the loop
@@ -226,7 +229,11 @@ func (l *Layer) OnOpen(raw eventloop.Conn) {
 	c := &Conn{layer: l, raw: raw, sc: sc}
 	c.tr.c = c
 	raw.SetContext(c)
-	raw.SetTimeout(l.opts.HandshakeTimeout)
+	timeout := l.opts.HandshakeTimeout
+	if sc.HandshakeTimeout > 0 {
+		timeout = sc.HandshakeTimeout
+	}
+	raw.SetTimeout(timeout)
 }
 
 // OnData implements eventloop.Handler.
