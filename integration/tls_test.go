@@ -503,3 +503,46 @@ func TestTLSHandshakeCostVsNginx(t *testing.T) {
 		t.Logf("%-22s server CPU per connection: numaproxy %6.0f µs, nginx %6.0f µs (ratio %.2f)", tc.name, np2, ng2, np2/ng2)
 	}
 }
+
+// TestTLSReload: a reload that swaps the certificate and turns an address into
+// a TLS one takes effect for new connections; a keep-alive TLS connection opened
+// before it keeps being served.
+func TestTLSReload(t *testing.T) {
+	f := newTLSFiles(t)
+	be := newBackend(t, nil)
+	ssl, plain := addrFor(t), addrFor(t)
+	_, port, _ := strings.Cut(ssl, ":")
+	_, plainPort, _ := strings.Cut(plain, ":")
+	in := startHTTP(t, f.servers(ssl, plain, be.Addr), ssl, plain)
+	keep := httpsClient(f.pool, ssl, &stdtls.Config{})
+	if resp, _ := get(t, keep, "https://a.test:"+port+"/"); resp.TLS.PeerCertificates[0].Subject.CommonName != "a.test" {
+		t.Fatal("not a.test's certificate")
+	}
+	// b.test's certificate alone for a.test's server now, and the plain address
+	// speaks TLS.
+	cfg := strings.Replace(f.servers(ssl, plain, be.Addr), f.aEC+";", f.b+";", 1)
+	cfg = strings.Replace(cfg, f.aECKey+";", f.bKey+";", 1)
+	cfg = strings.Replace(cfg, "ssl_certificate "+f.aRSA+";", "", 1)
+	cfg = strings.Replace(cfg, "ssl_certificate_key "+f.aRSAKey+";", "", 1)
+	cfg = strings.Replace(cfg, "listen "+plain+";", "listen "+plain+" ssl;", 1)
+	body, _ := os.ReadFile(in.path("conf/numaproxy.conf"))
+	text := string(body)
+	start := strings.Index(text, "http {\n")
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(text[:start]+"http {\n"+cfg+"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	if resp, _ := get(t, keep, "https://a.test:"+port+"/"); resp.StatusCode != 200 {
+		t.Errorf("the keep-alive connection: status %d", resp.StatusCode)
+	}
+	fresh := httpsClient(f.pool, ssl, &stdtls.Config{InsecureSkipVerify: true})
+	resp, _ := get(t, fresh, "https://a.test:"+port+"/")
+	if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; cn != "b.test" {
+		t.Errorf("after the reload a new connection got %s's certificate, want b.test's", cn)
+	}
+	resp, _ = get(t, httpsClient(f.pool, plain, &stdtls.Config{InsecureSkipVerify: true}), "https://a.test:"+plainPort+"/")
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Errorf("the address made ssl by the reload: status %d, TLS %v", resp.StatusCode, resp.TLS != nil)
+	}
+}
