@@ -56,14 +56,12 @@ type Conn struct {
 	ctx   any
 
 	// handshake
-	next      func() (struct{}, bool)
-	stop      func()
-	yield     func(struct{}) bool
-	hsErr     error
-	hsDone    bool
-	hsBytes   int
-	timedOut  bool
-	hsStarted time.Time
+	next    func() (struct{}, bool)
+	stop    func()
+	yield   func(struct{}) bool
+	hsErr   error
+	hsDone  bool
+	hsBytes int
 
 	// input: pending (kept across callbacks) before src (the loop's buffer, this
 	// callback only); the current record's header as seen so far
@@ -132,7 +130,6 @@ func (c *Conn) onData(data []byte) {
 func (c *Conn) resume() {
 	l := c.layer
 	if c.next == nil {
-		c.hsStarted = time.Now()
 		c.tc = stdtls.Server(&c.tr, l.config(c.sc))
 		c.next, c.stop = iter.Pull(c.handshake)
 	}
@@ -311,6 +308,9 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 // the rest is not there yet; src then holds what there is.
 func (c *Conn) completeTail() bool {
 	l := c.layer
+	if len(c.src) >= len(l.tail) {
+		return false // no record is that long: crypto/tls will say so
+	}
 	tail := l.tail[:copy(l.tail, c.src)]
 	c.src = tail
 	need := 5
@@ -428,7 +428,6 @@ func (c *Conn) readFailed(err error) {
 func (c *Conn) onTimeout() {
 	switch c.state {
 	case stateHandshake:
-		c.timedOut = true
 		c.failHandshake(errHandshakeTimeout)
 	case stateOpen, stateClosing:
 		c.layer.inner.OnTimeout(c)
@@ -639,17 +638,6 @@ func (c *Conn) SetContext(v any) { c.ctx = v }
 
 // Loop implements eventloop.Conn.
 func (c *Conn) Loop() *eventloop.Loop { return c.raw.Loop() }
-
-// Raw returns the TCP connection under the TLS one.
-func (c *Conn) Raw() eventloop.Conn { return c.raw }
-
-// ConnectionState returns crypto/tls's view of the connection.
-func (c *Conn) ConnectionState() stdtls.ConnectionState {
-	if c.tc == nil {
-		return stdtls.ConnectionState{}
-	}
-	return c.tc.ConnectionState()
-}
 
 // transport is the net.Conn crypto/tls reads and writes: input from the loop's
 // callbacks, output to the raw conn.
