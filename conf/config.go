@@ -93,6 +93,7 @@ type Listen struct {
 	ReusePort     bool
 	Bind          bool // every address has its own socket anyway: nginx's bind is always on
 	IPv6Only      bool
+	SSL           bool // connections on the address speak TLS (any listen of it saying ssl)
 	Socket        SocketOptions
 	Pos           Pos
 }

@@ -93,8 +93,8 @@ func TestLoadErrors(t *testing.T) {
 			"", `invalid value "127.0.0.1:99999" in "listen" directive, invalid port in main.conf:1`},
 		{"listen bad parameter", map[string]string{"main.conf": "http { server {\nlisten 80 fast; } }\n"},
 			"", `invalid parameter "fast" in main.conf:2`},
-		{"listen ssl not yet", map[string]string{"main.conf": "http { server {\nlisten 443 ssl; } }\n"},
-			"", `the "ssl" parameter of "listen" is not supported yet in main.conf:2`},
+		{"listen http2 not yet", map[string]string{"main.conf": "http { server {\nlisten 443 http2; } }\n"},
+			"", `the "http2" parameter of "listen" is not supported yet in main.conf:2`},
 		{"duplicate default server", map[string]string{"main.conf": "http {\nserver { listen 80 default_server; }\nserver { listen 80 default_server; }\n}\n"},
 			"", `a duplicate default server for 0.0.0.0:80 in main.conf:3`},
 		{"duplicate listen options", map[string]string{"main.conf": "http {\nserver { listen 80 backlog=10; }\nserver { listen 80 reuseport; }\n}\n"},
@@ -173,7 +173,6 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatalf("default listen = %+v", l)
 	}
 }
-
 
 func TestListenForms(t *testing.T) {
 	tests := map[string]string{

@@ -366,12 +366,17 @@ func (c *client) appendAddHeaders(head []byte, code int) []byte {
 // appendAbsolute writes, before a Location value that starts with "/", the scheme,
 // host and port that make it absolute, as nginx's absolute_redirect (on by default)
 // does: the request's host without its port (else the local address), then the
-// local port unless it is 80.
+// local port unless it is the scheme's (80, 443).
 func (c *client) appendAbsolute(h, location []byte) []byte {
 	if len(location) == 0 || location[0] != '/' || (len(location) > 1 && location[1] == '/') {
 		return h
 	}
-	h = append(h, "http://"...)
+	https := c.https()
+	if https {
+		h = append(h, "https://"...)
+	} else {
+		h = append(h, "http://"...)
+	}
 	if host := c.req.Host(); len(host) > 0 {
 		h = appendLowerHost(h, host)
 	} else if a := c.local.Addr(); a.Is6() && !a.Is4In6() {
@@ -381,7 +386,7 @@ func (c *client) appendAbsolute(h, location []byte) []byte {
 	} else {
 		h = a.Unmap().AppendTo(h)
 	}
-	if p := c.local.Port(); p != 80 {
+	if p := c.local.Port(); https && p != 443 || !https && p != 80 {
 		h = append(h, ':')
 		h = strconv.AppendUint(h, uint64(p), 10)
 	}

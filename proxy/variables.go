@@ -48,6 +48,7 @@ const (
 	VarNumaNode
 	VarWorkerCPU
 	VarIncomingCPU
+	VarHTTPS
 )
 
 // variableNames maps names to variables; prefixed ones ($http_, $arg_, $cookie_) are
@@ -65,6 +66,7 @@ var variableNames = map[string]VarID{
 	"time_local": VarTimeLocal, "time_iso8601": VarTimeISO8601, "msec": VarMsec,
 	"connection": VarConnection, "connection_requests": VarConnectionRequests, "hostname": VarHostname,
 	"numa_node": VarNumaNode, "worker_cpu": VarWorkerCPU, "incoming_cpu": VarIncomingCPU,
+	"https": VarHTTPS,
 }
 
 var variablePrefixes = []struct {

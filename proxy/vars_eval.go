@@ -43,7 +43,15 @@ func (c *client) AppendVar(dst []byte, id VarID, param string) []byte {
 		}
 		return append(dst, "HTTP/1.0"...)
 	case VarScheme:
+		if c.https() {
+			return append(dst, "https"...)
+		}
 		return append(dst, "http"...)
+	case VarHTTPS:
+		if c.https() {
+			return append(dst, "on"...)
+		}
+		return dst
 	case VarRequest:
 		if c.headLen > 0 && c.headLen <= len(c.in) {
 			line := c.in[:c.headLen]
@@ -278,4 +286,10 @@ func appendSeconds(dst []byte, d time.Duration) []byte {
 	dst = append(dst, '.')
 	frac := ms % 1000
 	return append(dst, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
+
+// https reports a connection on an address that speaks TLS (nginx's $https).
+func (c *client) https() bool {
+	a := c.w.snapshotFor(c.local).Routes.Addr(c.local)
+	return a != nil && a.SSL
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/numaproxy/numaproxy/numa/pool"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/tls"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,16 +41,19 @@ type Server struct {
 
 // loopSet is one generation of loops with their listeners, pools and steering.
 type loopSet struct {
-	plan    *domains.Plan
-	cpus    []int
-	loops   []*eventloop.Loop
-	workers []*proxy.Worker
-	domain  []int                                    // domain of each loop
-	pools   []*pool.Domain                           // per domain
-	locals  []*pool.Local                            // per loop
-	steer   *steering                                // per-address BPF programs
-	addrs   map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
-	log     *slog.Logger
+	plan     *domains.Plan
+	cpus     []int
+	loops    []*eventloop.Loop
+	workers  []*proxy.Worker
+	layers   []*tls.Layer // each loop's handler: TLS around its worker
+	router   *tlsRouter
+	tlsStats *tls.Stats
+	domain   []int                                    // domain of each loop
+	pools    []*pool.Domain                           // per domain
+	locals   []*pool.Local                            // per loop
+	steer    *steering                                // per-address BPF programs
+	addrs    map[netip.AddrPort][]*eventloop.Listener // each address's listener on each loop
+	log      *slog.Logger
 	// retiring counts addresses whose listeners are being taken away.
 	retiring sync.WaitGroup
 }
@@ -111,7 +115,11 @@ func layout(cfg *conf.Config, opts Options) (*domains.Plan, []int, error) {
 // steering.
 func newLoopSet(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus []int, pools []*pool.Domain,
 	inherited map[netip.AddrPort][]int, log *slog.Logger) (*loopSet, error) {
-	s := &loopSet{plan: plan, cpus: cpus, pools: pools, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log}
+	s := &loopSet{plan: plan, cpus: cpus, pools: pools, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log,
+		router: newTLSRouter(snap, nil), tlsStats: &tls.Stats{}}
+	if usesTLS(snap) {
+		log.Log(nil, errorlog.LevelNotice, tls.Probe().String())
+	}
 	if s.pools == nil {
 		if err := s.makePools(); err != nil {
 			return nil, err
@@ -171,8 +179,10 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 		dom = 0
 	}
 	w := proxy.NewWorker(snap, s.log, dom)
+	// Connections of addresses without ssl pass through the layer to the worker.
+	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: s.tlsStats})
 	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
-	lc := eventloop.Config{CPU: cpu, Handler: w, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
+	lc := eventloop.Config{CPU: cpu, Handler: layer, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	local, err := s.pools[dom].NewLocal()
 	if err != nil {
 		return err
@@ -188,6 +198,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error
 	}
 	w.SetLoop(l)
 	s.loops, s.workers, s.domain = append(s.loops, l), append(s.workers, w), append(s.domain, dom)
+	s.layers = append(s.layers, layer)
 	return nil
 }
 
@@ -373,6 +384,10 @@ func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 }
 
 func (s *loopSet) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
+	// Before the new listeners: the loops take the new router first (their task
+	// queues keep the order), so a new ssl address is never served in the clear.
+	s.router = newTLSRouter(snap, s.router)
+	s.setRouter(s.router)
 	if err := s.listen(cfg, snap, nil); err != nil {
 		return err
 	}
@@ -409,6 +424,7 @@ func (s *Server) rollover(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.
 	for _, w := range old.workers {
 		w.Reload(snap) // what the old loops still accept is served with the new configuration
 	}
+	old.setRouter(newTLSRouter(snap, old.router))
 	s.loopSet = ns
 	s.mu.Lock()
 	s.old[old] = true
@@ -550,6 +566,8 @@ func (s *loopSet) stop() {
 
 // close releases what outlives the loops: the steering programs and the pools.
 func (s *loopSet) close() {
+	logTLSStats(s.log, s.tlsStats)
+	s.tlsStats = nil
 	if s.steer != nil {
 		s.steer.logStats()
 		s.steer.close()
@@ -566,6 +584,16 @@ func (s *loopSet) close() {
 		}
 	}
 	s.pools = nil
+}
+
+// setRouter gives every loop's TLS layer r, on the loop.
+func (s *loopSet) setRouter(r *tlsRouter) {
+	for i, l := range s.loops {
+		layer := s.layers[i]
+		if err := l.Run(func() { layer.SetRouter(r) }); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
+			s.log.Error("TLS configuration of a loop: " + err.Error())
+		}
+	}
 }
 
 // Loops returns the server's current loops.

@@ -18,10 +18,11 @@ import (
 	"github.com/numaproxy/numaproxy/numa/domains"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var registry = conf.MustRegistry(domains.Module, upstream.Module, proxy.Module)
+var registry = conf.MustRegistry(domains.Module, upstream.Module, proxy.Module, tls.Module)
 
 // inVM is set by the two-node QEMU harness (integration/vm): the real topology then
 // has node 0 = CPUs 0-1 and node 1 = CPUs 2-3.

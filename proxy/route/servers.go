@@ -18,6 +18,7 @@ type Table struct {
 type AddrServers struct {
 	Addr    netip.AddrPort
 	Default *conf.Server // default_server, else the first server listing the address
+	SSL     bool         // connections speak TLS: some listen of the address says ssl
 
 	exact      map[string]*conf.Server
 	leadWild   []wildName // *.example.com, longest first
@@ -52,6 +53,7 @@ func Build(cfg *conf.Config) *Table {
 			if l.DefaultServer {
 				a.Default = srv
 			}
+			a.SSL = a.SSL || l.SSL
 			a.add(srv)
 		}
 	}

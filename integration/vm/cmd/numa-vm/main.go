@@ -31,6 +31,11 @@ import (
 
 const probePkg = "github.com/numaproxy/numaproxy/integration/vm/probe"
 
+// ktlsModules are loaded by default for package tls's kTLS tests: the TLS ULP and
+// the AEADs it instantiates (AES-GCM, ChaCha20-Poly1305), loaded by name since
+// busybox's depmod writes no modules.alias for the kernel's crypto-* requests.
+const ktlsModules = "tls,gcm,ghash-generic,ctr,chacha20poly1305,chacha-generic,poly1305-generic"
+
 // target is one binary to run in the guest.
 type target struct {
 	name    string // import path or file name
@@ -47,7 +52,7 @@ func main() {
 	nodes := flag.Int("nodes", 2, "NUMA nodes")
 	cpus := flag.Int("cpus-per-node", 2, "CPUs per node")
 	mem := flag.Int("mem", 512, "MiB of memory per node")
-	modules := flag.String("modules", "", "comma-separated kernel modules to load first (e.g. tls)")
+	modules := flag.String("modules", ktlsModules, "comma-separated kernel modules to load first")
 	probe := flag.Bool("probe", true, "run the topology probe first")
 	stream := flag.Bool("v", false, "stream the guest's output as it arrives")
 	flag.Usage = func() {

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/errorlog"
+	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/tls"
+)
+
+// tlsRouter tells the loops' TLS layers which addresses speak TLS and with which
+// server's configuration: the address's default server's at first, then the
+// server the client names (SNI), by the same server_name rules as Host. Like the
+// worker, it keeps the previous snapshot for the addresses a reload removed,
+// whose listeners still empty their accept queues. It is read-only.
+type tlsRouter struct {
+	snap    *proxy.Snapshot
+	configs map[*conf.Server]*tls.ServerConfig
+	prev    *tlsRouter
+}
+
+func newTLSRouter(snap *proxy.Snapshot, prev *tlsRouter) *tlsRouter {
+	r := &tlsRouter{snap: snap, configs: map[*conf.Server]*tls.ServerConfig{}}
+	if prev != nil {
+		r.prev = &tlsRouter{snap: prev.snap, configs: prev.configs}
+	}
+	if snap.Config.HTTP == nil {
+		return r
+	}
+	for _, srv := range snap.Config.HTTP.Servers {
+		tc := tls.ConfOf(srv)
+		if tc == nil || tc.Built == nil {
+			continue
+		}
+		sc := *tc.Built
+		// nginx times the handshake with the default server's client_header_timeout.
+		sc.HandshakeTimeout = srv.Conf(proxy.Module).(*proxy.LocConf).ClientHeaderTimeout
+		r.configs[srv] = &sc
+	}
+	return r
+}
+
+// routesFor is the router whose snapshot serves local, as Worker.snapshotFor.
+func (r *tlsRouter) routesFor(local netip.AddrPort) *tlsRouter {
+	if r.snap.Routes.Addr(local) == nil && r.prev != nil && r.prev.snap.Routes.Addr(local) != nil {
+		return r.prev
+	}
+	return r
+}
+
+// Default implements tls.Router.
+func (r *tlsRouter) Default(local netip.AddrPort) *tls.ServerConfig {
+	r = r.routesFor(local)
+	a := r.snap.Routes.Addr(local)
+	if a == nil || !a.SSL {
+		return nil
+	}
+	return r.configs[a.Default]
+}
+
+// ByName implements tls.Router.
+func (r *tlsRouter) ByName(local netip.AddrPort, name string) *tls.ServerConfig {
+	r = r.routesFor(local)
+	a := r.snap.Routes.Addr(local)
+	if a == nil {
+		return nil
+	}
+	return r.configs[a.Server([]byte(name))]
+}
+
+// usesTLS reports whether some address of snap speaks TLS.
+func usesTLS(snap *proxy.Snapshot) bool {
+	for _, a := range snap.Routes.Addrs() {
+		if a.SSL {
+			return true
+		}
+	}
+	return false
+}
+
+// logTLSStats writes the handshake counters to the error log.
+func logTLSStats(log *slog.Logger, st *tls.Stats) {
+	if st == nil || st.KTLS.Load()+st.Userspace.Load()+st.Failures.Load() == 0 {
+		return
+	}
+	log.Log(nil, errorlog.LevelNotice, fmt.Sprintf("TLS handshakes: %d kTLS, %d userspace (%d kTLS-capable kept in userspace), %d resumed, %d failed (%d timed out)",
+		st.KTLS.Load(), st.Userspace.Load(), st.KTLSFallbacks.Load(), st.Resumed.Load(), st.Failures.Load(), st.Timeouts.Load()))
+}

@@ -1,0 +1,42 @@
+//go:build !race
+
+package tls
+
+import (
+	"runtime"
+	"testing"
+)
+
+// The race detector allocates, so this test runs without it.
+
+// TestSteadyStateAllocs: past the first requests, a userspace TLS connection
+// allocates nothing of its own per record. crypto/tls allocates one small
+// reader (24 bytes, readFromUntil's atLeastReader) each time it pulls input from
+// the transport: once per socket read for small requests, about once per 20-30
+// KiB for large ones; the layer never makes it pull for nothing.
+func TestSteadyStateAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a client process")
+	}
+	certs(t)
+	srv := startServer(t, &staticRouter{def: serverConfig(t, leafEC)}, userspace, echoHandler())
+	client := clientProcess(t, srv.addr)
+	run := func(n, size int) { client("echo %d %d", n, size) }
+	for _, tc := range []struct {
+		size int
+		max  float64
+	}{{1 << 10, 1.1}, {64 << 10, 5}} {
+		size := tc.size
+		run(200, size)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		const n = 2000
+		run(n, size)
+		runtime.ReadMemStats(&m1)
+		per := float64(m1.Mallocs-m0.Mallocs) / n
+		t.Logf("%d-byte echo: %.3f allocations per round trip (process-wide)", size, per)
+		if per > tc.max {
+			t.Errorf("%d-byte echo: %.3f allocations per round trip, want at most %.1f", size, per, tc.max)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package tls
+
+import (
+	stdtls "crypto/tls"
+	"encoding/binary"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/numaproxy/numaproxy/eventloop"
+)
+
+// ServerConfig is one server's TLS settings: the crypto/tls configuration
+// (certificates, versions, suites, ticket keys) and what crypto/tls has no
+// field for.
+type ServerConfig struct {
+	TLS *stdtls.Config
+	// SessionTimeout bounds the age of a session ticket that may resume
+	// (nginx's ssl_session_timeout); 0 leaves crypto/tls's 7 days.
+	SessionTimeout time.Duration
+	// HandshakeTimeout bounds the handshakes this configuration starts; 0
+	// leaves Options.HandshakeTimeout.
+	HandshakeTimeout time.Duration
+}
+
+// Router picks the configuration of a connection. Its methods run on the loop
+// inside handshakes and must not block.
+type Router interface {
+	// Default is the configuration a handshake on an address starts with (its
+	// default server's), nil when the address does not speak TLS.
+	Default(local netip.AddrPort) *ServerConfig
+	// ByName is the configuration of the server the client named (SNI) on the
+	// address; nil keeps the default.
+	ByName(local netip.AddrPort, serverName string) *ServerConfig
+}
+
+// Options tune a Layer; zero values take the defaults noted.
+type Options struct {
+	// HandshakeTimeout bounds a handshake from the accept (nginx uses
+	// client_header_timeout); default 60s.
+	HandshakeTimeout time.Duration
+	// MaxHandshakeBytes bounds what a client may send before its handshake
+	// completes; default 64 KiB.
+	MaxHandshakeBytes int
+	// KTLS hands the record layer to the kernel where it can take it.
+	KTLS bool
+	// Support is the kernel's kTLS (default Probe()).
+	Support *Support
+	// Stats receives the counters; may be shared by the layers of many loops.
+	Stats *Stats
+}
+
+// Stats count handshakes by outcome and record path; safe from any goroutine.
+type Stats struct {
+	KTLS          atomic.Uint64 // connections whose records the kernel handles
+	Userspace     atomic.Uint64 // connections whose records crypto/tls handles on the loop
+	Resumed       atomic.Uint64 // handshakes that resumed a session
+	Failures      atomic.Uint64 // handshakes that failed (timeouts included)
+	Timeouts      atomic.Uint64 // handshakes that ran out of time
+	KTLSFallbacks atomic.Uint64 // kernel could have taken it but userspace did (see Layer)
+}
+
+// Layer terminates TLS for one loop: it is the loop's Handler and wraps the
+// inner one (the HTTP worker). Connections on addresses the Router gives no
+// configuration pass straight through. Everything in it runs on its loop.
+type Layer struct {
+	inner   eventloop.Handler
+	router  Router
+	opts    Options
+	support *Support
+	stats   *Stats
+
+	clones map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
+	cur    *Conn                            // the connection whose handshake runs now
+	keylog keyLog
+
+	plain []byte // decrypted input on its way to the inner handler
+	out   []byte // records of one write, sent with one socket write
+	stage []byte // Writev's pieces gathered into full records
+	tail  []byte // the rest of a record read from the socket to reach a boundary
+	batch *Conn  // the connection whose records go to out
+
+	watch       eventloop.Conn // a raw conn just handed to the inner handler
+	watchClosed bool
+}
+
+const (
+	maxPlaintext  = 16 << 10
+	maxRecord     = 5 + maxPlaintext + 2048 // a record header and the largest ciphertext
+	outFlushBytes = 64 << 10
+)
+
+// NewLayer makes the layer of one loop around inner.
+func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 60 * time.Second
+	}
+	if opts.MaxHandshakeBytes <= 0 {
+		opts.MaxHandshakeBytes = 64 << 10
+	}
+	if opts.Stats == nil {
+		opts.Stats = &Stats{}
+	}
+	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{}}
+	if opts.KTLS {
+		l.support = opts.Support
+		if l.support == nil {
+			l.support = Probe()
+		}
+		if !l.support.Any() {
+			l.support = nil
+		}
+	}
+	l.keylog.l = l
+	return l
+}
+
+// SetRouter switches to a new configuration (call it on the loop, e.g. through
+// Loop.Run at a reload). Handshakes under way finish with the one they started
+// with.
+func (l *Layer) SetRouter(r Router) {
+	l.router = r
+	clear(l.clones)
+}
+
+// Stats returns the counters.
+func (l *Layer) Stats() *Stats { return l.stats }
+
+// KTLS reports whether this layer hands connections to the kernel.
+func (l *Layer) KTLS() bool { return l.support != nil }
+
+// config returns this loop's copy of sc with the layer's hooks: ticket age
+// (ssl_session_timeout), the key log and the count of session tickets sent
+// under the application key (kTLS's transmit sequence).
+func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
+	if cfg := l.clones[sc]; cfg != nil {
+		return cfg
+	}
+	cfg := sc.TLS.Clone()
+	cfg.GetConfigForClient = l.configForClient
+	if l.support != nil {
+		cfg.KeyLogWriter = &l.keylog
+	}
+	timeout := sc.SessionTimeout
+	if !cfg.SessionTicketsDisabled && (timeout > 0 || l.support != nil) {
+		cfg.WrapSession = func(cs stdtls.ConnectionState, ss *stdtls.SessionState) ([]byte, error) {
+			if c := l.cur; c != nil && c.appSecrets {
+				c.appTickets++ // sent under the application traffic key
+			}
+			if timeout > 0 {
+				stampSession(ss, time.Now())
+			}
+			return cfg.EncryptTicket(cs, ss)
+		}
+		if timeout > 0 {
+			cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
+				ss, err := cfg.DecryptTicket(identity, cs)
+				if err != nil || ss == nil {
+					return nil, nil
+				}
+				if t, ok := sessionStamp(ss); !ok || time.Since(t) > timeout {
+					return nil, nil // a full handshake, as after nginx's ssl_session_timeout
+				}
+				return ss, nil
+			}
+		}
+	}
+	l.clones[sc] = cfg
+	return cfg
+}
+
+// configForClient switches to the server the client named (SNI).
+func (l *Layer) configForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
+	c := l.cur
+	if c == nil || hello.ServerName == "" {
+		return nil, nil
+	}
+	sc := l.router.ByName(c.raw.LocalAddr(), hello.ServerName)
+	if sc == nil || sc == c.sc {
+		return nil, nil
+	}
+	c.sc = sc
+	return l.config(sc), nil
+}
+
+// sessionStampTag marks the Extra entry holding a ticket's issue time.
+const sessionStampTag = "numaproxy-issued:"
+
+func stampSession(ss *stdtls.SessionState, now time.Time) {
+	e := make([]byte, len(sessionStampTag)+8)
+	copy(e, sessionStampTag)
+	binary.BigEndian.PutUint64(e[len(sessionStampTag):], uint64(now.Unix()))
+	for i, x := range ss.Extra {
+		if len(x) == len(e) && string(x[:len(sessionStampTag)]) == sessionStampTag {
+			ss.Extra[i] = e
+			return
+		}
+	}
+	ss.Extra = append(ss.Extra, e)
+}
+
+func sessionStamp(ss *stdtls.SessionState) (time.Time, bool) {
+	for _, x := range ss.Extra {
+		if len(x) == len(sessionStampTag)+8 && string(x[:len(sessionStampTag)]) == sessionStampTag {
+			return time.Unix(int64(binary.BigEndian.Uint64(x[len(sessionStampTag):])), 0), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// buffers allocates the loop's buffers on first use, on the loop's thread.
+func (l *Layer) buffers() {
+	if l.plain == nil {
+		l.plain = make([]byte, 96<<10)
+		l.out = make([]byte, 0, outFlushBytes+maxRecord)
+		l.stage = make([]byte, 0, maxPlaintext)
+		l.tail = make([]byte, maxRecord)
+	}
+}
+
+// OnOpen implements eventloop.Handler.
+func (l *Layer) OnOpen(raw eventloop.Conn) {
+	sc := l.router.Default(raw.LocalAddr())
+	if sc == nil {
+		l.inner.OnOpen(raw)
+		return
+	}
+	l.buffers()
+	c := &Conn{layer: l, raw: raw, sc: sc}
+	c.tr.c = c
+	raw.SetContext(c)
+	timeout := l.opts.HandshakeTimeout
+	if sc.HandshakeTimeout > 0 {
+		timeout = sc.HandshakeTimeout
+	}
+	raw.SetTimeout(timeout)
+}
+
+// OnData implements eventloop.Handler.
+func (l *Layer) OnData(raw eventloop.Conn, data []byte) {
+	if c, ok := raw.Context().(*Conn); ok {
+		c.onData(data)
+		return
+	}
+	l.inner.OnData(raw, data)
+}
+
+// OnWriteBlocked implements eventloop.Handler.
+func (l *Layer) OnWriteBlocked(raw eventloop.Conn) {
+	if c, ok := raw.Context().(*Conn); ok {
+		c.onWriteBlocked()
+		return
+	}
+	l.inner.OnWriteBlocked(raw)
+}
+
+// OnWritable implements eventloop.Handler.
+func (l *Layer) OnWritable(raw eventloop.Conn) {
+	if c, ok := raw.Context().(*Conn); ok {
+		c.onWritable()
+		return
+	}
+	l.inner.OnWritable(raw)
+}
+
+// OnTimeout implements eventloop.Handler.
+func (l *Layer) OnTimeout(raw eventloop.Conn) {
+	if c, ok := raw.Context().(*Conn); ok {
+		c.onTimeout()
+		return
+	}
+	l.inner.OnTimeout(raw)
+}
+
+// OnClose implements eventloop.Handler.
+func (l *Layer) OnClose(raw eventloop.Conn, err error) {
+	if raw == l.watch {
+		l.watchClosed = true
+	}
+	if c, ok := raw.Context().(*Conn); ok {
+		c.onClose(err)
+		return
+	}
+	l.inner.OnClose(raw, err)
+}

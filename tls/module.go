@@ -1,0 +1,334 @@
+package tls
+
+import (
+	"crypto/rand"
+	stdtls "crypto/tls"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// Module declares the ssl_* directives (nginx's ngx_http_ssl_module). Their
+// values live in a SrvConf at the http and server levels, inherited as nginx
+// merges them; Check loads the certificates of every server that has some.
+var Module = &conf.Module{
+	Name:       "tls",
+	Directives: directives(),
+	NewHTTP:    func() any { return &SrvConf{} },
+	MergeHTTP:  func(parent, child any) error { child.(*SrvConf).inherit(parent.(*SrvConf)); return nil },
+	Check:      check,
+}
+
+const hs = conf.HTTPCtx | conf.ServerCtx
+
+// defaultCiphers is nginx's ssl_ciphers default.
+const defaultCiphers = "HIGH:!aNULL:!MD5"
+
+func directives() []conf.Directive {
+	return []conf.Directive{
+		{Name: "ssl_certificate", Contexts: hs, Args: conf.Args1, Multi: true, Set: setFile(func(c *SrvConf) *[]fileRef { return &c.certFiles }),
+			Syntax: "ssl_certificate file;",
+			Doc:    "A PEM certificate (chain) of the server; several, each with its ssl_certificate_key in the same order (e.g. ECDSA and RSA), and the handshake takes the first the client supports."},
+		{Name: "ssl_certificate_key", Contexts: hs, Args: conf.Args1, Multi: true, Set: setFile(func(c *SrvConf) *[]fileRef { return &c.keyFiles }),
+			Syntax: "ssl_certificate_key file;",
+			Doc:    "The PEM private key of the ssl_certificate of the same rank (unencrypted: there is no ssl_password_file)."},
+		{Name: "ssl_protocols", Contexts: hs, Args: conf.Args1More, Set: setProtocols,
+			Syntax: "ssl_protocols [TLSv1] [TLSv1.1] [TLSv1.2] [TLSv1.3];", Default: "TLSv1.2 TLSv1.3",
+			Doc: "Protocol versions, a range without gaps. The default is nginx 1.23.4's (1.22 also enabled TLSv1 and TLSv1.1); SSLv2 and SSLv3 are accepted and ignored, as with an OpenSSL built without them."},
+		{Name: "ssl_ciphers", Contexts: hs, Args: conf.Args1, Set: setCiphers,
+			Syntax: "ssl_ciphers ciphers;", Default: "HIGH:!aNULL:!MD5",
+			Doc: "TLS 1.2 and older cipher suites in OpenSSL's list format: suite names and the keywords HIGH, ALL, DEFAULT, ECDHE, kRSA, AESGCM, CHACHA20, AES, SHA1 and 3DES with ! or -. Names crypto/tls does not implement (DHE, CAMELLIA, ...) are skipped as OpenSSL skips unknown ones; a list left empty is an error. TLS 1.3 suites are not configurable (nor are they by ssl_ciphers in nginx)."},
+		{Name: "ssl_prefer_server_ciphers", Contexts: hs, Args: conf.Flag, Set: setPreferServer,
+			Syntax: "ssl_prefer_server_ciphers on | off;", Default: "off",
+			Doc: "Accepted; crypto/tls chooses by its own order whichever way it is set (AES-GCM first where the CPU has AES instructions, ChaCha20-Poly1305 first for clients that put it first)."},
+		{Name: "ssl_session_timeout", Contexts: hs, Args: conf.Args1, Set: setSessionTimeout,
+			Syntax: "ssl_session_timeout time;", Default: "5m",
+			Doc: "How long a session ticket may resume a session."},
+		{Name: "ssl_session_tickets", Contexts: hs, Args: conf.Flag, Set: setSessionTickets,
+			Syntax: "ssl_session_tickets on | off;", Default: "on",
+			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys are random per configuration load and shared by every loop; a reload makes new ones, as in nginx."},
+	}
+}
+
+// fileRef is a file named in the configuration.
+type fileRef struct {
+	path string
+	pos  conf.Pos
+}
+
+// SrvConf holds the ssl_* directives of one level.
+type SrvConf struct {
+	certFiles, keyFiles []fileRef
+	minVersion          uint16
+	maxVersion          uint16
+	ciphers             []uint16
+	sessionTimeout      time.Duration
+	noTickets           bool
+	set                 uint32
+
+	// Built is the server's configuration once Check loaded its certificates;
+	// nil without certificates.
+	Built *ServerConfig
+}
+
+const (
+	bitCerts = 1 << iota
+	bitKeys
+	bitProtocols
+	bitCiphers
+	bitPrefer
+	bitTimeout
+	bitTickets
+)
+
+// ConfOf returns the ssl settings of a server; nil when the configuration was
+// read without this module.
+func ConfOf(srv *conf.Server) *SrvConf {
+	sc, _ := srv.Conf(Module).(*SrvConf)
+	return sc
+}
+
+func srvConf(c *conf.Cursor) *SrvConf { return c.HTTPConf().(*SrvConf) }
+
+func (c *SrvConf) inherit(p *SrvConf) {
+	if c.set&bitCerts == 0 {
+		c.certFiles = p.certFiles
+	}
+	if c.set&bitKeys == 0 {
+		c.keyFiles = p.keyFiles
+	}
+	if c.set&bitProtocols == 0 {
+		c.minVersion, c.maxVersion = p.minVersion, p.maxVersion
+	}
+	if c.set&bitCiphers == 0 {
+		c.ciphers = p.ciphers
+	}
+	if c.set&bitTimeout == 0 {
+		c.sessionTimeout = p.sessionTimeout
+	}
+	if c.set&bitTickets == 0 {
+		c.noTickets = p.noTickets
+	}
+	c.set |= p.set
+}
+
+func setFile(field func(*SrvConf) *[]fileRef) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		v := s.Args[0].Value
+		if strings.Contains(v, "$") {
+			return s.InvalidValue(s.Args[0], "variables in certificate file names are not supported")
+		}
+		if strings.HasPrefix(v, "data:") || strings.HasPrefix(v, "engine:") {
+			return s.InvalidValue(s.Args[0], "data: and engine: are not supported")
+		}
+		sc := srvConf(c)
+		*field(sc) = append(*field(sc), fileRef{path: c.Path(v), pos: s.Pos})
+		if s.Name == "ssl_certificate" {
+			sc.set |= bitCerts
+		} else {
+			sc.set |= bitKeys
+		}
+		return nil
+	}
+}
+
+func setProtocols(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitProtocols != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	versions := map[string]uint16{"TLSv1": stdtls.VersionTLS10, "TLSv1.1": stdtls.VersionTLS11,
+		"TLSv1.2": stdtls.VersionTLS12, "TLSv1.3": stdtls.VersionTLS13}
+	have := map[uint16]bool{}
+	for _, a := range s.Args {
+		if a.Value == "SSLv2" || a.Value == "SSLv3" {
+			c.Warn(a.Pos, "%s is not supported and is ignored", a.Value)
+			continue
+		}
+		v, ok := versions[a.Value]
+		if !ok {
+			return s.InvalidValue(a, "")
+		}
+		have[v] = true
+	}
+	if len(have) == 0 {
+		return s.Errorf("%q leaves no protocol enabled", s.Name)
+	}
+	lo, hi := uint16(0xffff), uint16(0)
+	for v := range have {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for v := lo; v <= hi; v++ {
+		if !have[v] {
+			return s.Errorf("%q with a gap (%s missing) is not supported: crypto/tls enables a range of versions", s.Name, versionName(v))
+		}
+	}
+	sc.minVersion, sc.maxVersion = lo, hi
+	sc.set |= bitProtocols
+	return nil
+}
+
+func versionName(v uint16) string {
+	switch v {
+	case stdtls.VersionTLS10:
+		return "TLSv1"
+	case stdtls.VersionTLS11:
+		return "TLSv1.1"
+	case stdtls.VersionTLS12:
+		return "TLSv1.2"
+	case stdtls.VersionTLS13:
+		return "TLSv1.3"
+	}
+	return fmt.Sprintf("0x%04x", v)
+}
+
+func setCiphers(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitCiphers != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	suites, err := ParseCiphers(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], err.Error())
+	}
+	sc.ciphers = suites
+	sc.set |= bitCiphers
+	return nil
+}
+
+func setPreferServer(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitPrefer != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	if _, err := conf.ParseFlag(s.Args[0].Value); err != nil {
+		return s.InvalidValue(s.Args[0], "it must be \"on\" or \"off\"")
+	}
+	sc.set |= bitPrefer
+	return nil
+}
+
+func setSessionTimeout(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitTimeout != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	d, err := conf.ParseTime(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	if d == 0 {
+		d = time.Nanosecond // "0": every ticket has expired
+	}
+	sc.sessionTimeout = d
+	sc.set |= bitTimeout
+	return nil
+}
+
+func setSessionTickets(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitTickets != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	on, err := conf.ParseFlag(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "it must be \"on\" or \"off\"")
+	}
+	sc.noTickets = !on
+	sc.set |= bitTickets
+	return nil
+}
+
+// check loads the certificates of every server that has some, and requires them
+// of the default server of every address some listen marks ssl (nginx's rule).
+func check(cfg *conf.Config, self *conf.Module) error {
+	if cfg.HTTP == nil {
+		return nil
+	}
+	var ticketKey [32]byte
+	if _, err := rand.Read(ticketKey[:]); err != nil {
+		return fmt.Errorf("session ticket key: %w", err)
+	}
+	for _, srv := range cfg.HTTP.Servers {
+		sc := srv.Conf(self).(*SrvConf)
+		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 {
+			continue
+		}
+		built, err := sc.build(ticketKey)
+		if err != nil {
+			return err
+		}
+		sc.Built = built
+	}
+	type addrInfo struct {
+		ssl bool
+		def *conf.Server
+		pos conf.Pos
+	}
+	addrs := map[netip.AddrPort]*addrInfo{}
+	for _, srv := range cfg.HTTP.Servers {
+		for _, l := range srv.Listens {
+			a := addrs[l.Addr]
+			if a == nil {
+				a = &addrInfo{def: srv, pos: l.Pos}
+				addrs[l.Addr] = a
+			}
+			if l.DefaultServer {
+				a.def = srv
+			}
+			if l.SSL {
+				a.ssl = true
+				a.pos = l.Pos
+			}
+		}
+	}
+	for _, a := range addrs {
+		if a.ssl && a.def.Conf(self).(*SrvConf).Built == nil {
+			return &conf.Error{Pos: a.def.Pos, Msg: "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive"}
+		}
+	}
+	return nil
+}
+
+// build loads the server's certificates and makes its crypto/tls configuration.
+func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
+	if len(sc.keyFiles) < len(sc.certFiles) {
+		f := sc.certFiles[len(sc.keyFiles)]
+		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate_key\" is defined for certificate \"%s\"", f.path)}
+	}
+	if len(sc.certFiles) < len(sc.keyFiles) {
+		f := sc.keyFiles[len(sc.certFiles)]
+		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate\" is defined for key \"%s\"", f.path)}
+	}
+	ciphers := sc.ciphers
+	if sc.set&bitCiphers == 0 {
+		ciphers, _ = ParseCiphers(defaultCiphers)
+	}
+	cfg := &stdtls.Config{
+		MinVersion: stdtls.VersionTLS12, MaxVersion: stdtls.VersionTLS13,
+		CipherSuites:           ciphers,
+		SessionTicketsDisabled: sc.noTickets,
+		// nginx writes records of ssl_buffer_size (16k) from the first byte.
+		DynamicRecordSizingDisabled: true,
+	}
+	if sc.set&bitProtocols != 0 {
+		cfg.MinVersion, cfg.MaxVersion = sc.minVersion, sc.maxVersion
+	}
+	for i, cf := range sc.certFiles {
+		kf := sc.keyFiles[i]
+		cert, err := stdtls.LoadX509KeyPair(cf.path, kf.path)
+		if err != nil {
+			return nil, &conf.Error{Pos: cf.pos, Msg: fmt.Sprintf("cannot load certificate \"%s\" with key \"%s\": %v", cf.path, kf.path, err), Err: err}
+		}
+		cfg.Certificates = append(cfg.Certificates, cert)
+	}
+	cfg.SetSessionTicketKeys([][32]byte{ticketKey})
+	timeout := sc.sessionTimeout
+	if sc.set&bitTimeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	return &ServerConfig{TLS: cfg, SessionTimeout: timeout}, nil
+}

@@ -1,0 +1,126 @@
+// Package tlstest makes certificates for tests: a throwaway CA and leaf
+// certificates (ECDSA P-256 or RSA-2048) signed by it, as PEM files.
+package tlstest
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// KeyType is the kind of key a certificate has.
+type KeyType string
+
+const (
+	ECDSA KeyType = "ecdsa" // P-256
+	RSA   KeyType = "rsa"   // 2048 bits
+)
+
+// CA is a certificate authority for tests.
+type CA struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+	Pool *x509.CertPool // trusts the CA
+	PEM  []byte
+}
+
+// NewCA makes a self-signed ECDSA CA.
+func NewCA() (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "numaproxy test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &CA{Cert: cert, Key: key, Pool: pool, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// Leaf is a certificate and its key.
+type Leaf struct {
+	CertPEM, KeyPEM []byte
+	TLS             tls.Certificate
+}
+
+// Issue makes a leaf certificate for names (DNS names or IP addresses).
+func (ca *CA) Issue(kt KeyType, names ...string) (*Leaf, error) {
+	var key crypto.Signer
+	var err error
+	if kt == RSA {
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	} else {
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: names[0]},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	l := &Leaf{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+	return l, err
+}
+
+// WriteFiles writes the leaf as dir/name.crt and dir/name.key and returns their paths.
+func (l *Leaf) WriteFiles(dir, name string) (certFile, keyFile string, err error) {
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err = os.WriteFile(certFile, l.CertPEM, 0o644); err == nil {
+		err = os.WriteFile(keyFile, l.KeyPEM, 0o600)
+	}
+	return certFile, keyFile, err
+}
