@@ -768,3 +768,49 @@ func (t *transport) SetReadDeadline(time.Time) error { return nil }
 
 // SetWriteDeadline implements net.Conn.
 func (t *transport) SetWriteDeadline(time.Time) error { return nil }
+
+// CloseWrite implements eventloop.Conn: close_notify, then the raw conn's
+// CloseWrite (FIN once the records are sent); reading goes on.
+func (c *Conn) CloseWrite() {
+	if c.state != stateOpen {
+		return
+	}
+	if c.tc != nil {
+		c.beginWrite()
+		err := c.tc.CloseWrite()
+		c.endWrite(0, err)
+	}
+	c.raw.CloseWrite()
+}
+
+// WriteFile implements eventloop.Conn. Records must be sealed in userspace, so
+// the range is read (pread, one record's worth at a time) and written as bytes:
+// it is sent in order, but its sealed bytes are queued in memory like any
+// Write's rather than read as the socket drains.
+func (c *Conn) WriteFile(fd int, off, n int64) error {
+	if c.state != stateOpen {
+		return eventloop.ErrClosed
+	}
+	seg, err := eventloop.OpenFileSegment(fd, off, n)
+	if err != nil {
+		return err
+	}
+	defer seg.Close()
+	buf := c.layer.fileBuf[:]
+	for seg.Remaining() > 0 {
+		k, err := seg.Read(buf)
+		if err != nil {
+			c.raw.Close()
+			c.raw.Close() // the stream cannot go on: drop what is queued
+			return err
+		}
+		if _, err := c.Write(buf[:k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetSendfile implements eventloop.Conn: a userspace TLS connection always reads
+// files (WriteFile), so there is nothing to choose.
+func (c *Conn) SetSendfile(bool, int) {}

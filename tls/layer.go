@@ -80,6 +80,8 @@ type Layer struct {
 	tail  []byte // the rest of a record read from the socket to reach a boundary
 	batch *Conn  // the connection whose records go to out
 
+	fileBuf [maxPlaintext]byte // a file segment on its way into records (WriteFile)
+
 	watch       eventloop.Conn // a raw conn just handed to the inner handler
 	watchClosed bool
 }
