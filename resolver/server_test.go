@@ -22,7 +22,7 @@ type testServer struct {
 	addr netip.AddrPort
 
 	mu     sync.Mutex
-	zone   map[string][]record        // by lower-case name without the final dot
+	zone   map[string][]record         // by lower-case name without the final dot
 	rcodes map[string]dnsmessage.RCode // "name" or "name/AAAA"
 	trunc  map[string]bool             // UDP answers come truncated, without records
 	silent bool                        // never answers
