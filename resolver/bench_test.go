@@ -70,7 +70,7 @@ func BenchmarkAnswer(b *testing.B) {
 			r.answer(e, msg, false, srv)
 		}
 	})
-	if e.n != 2 {
-		b.Fatalf("%d addresses", e.n)
+	if e.ans.n != 2 {
+		b.Fatalf("%d addresses", e.ans.n)
 	}
 }

@@ -15,6 +15,15 @@ const (
 	famAAAA
 )
 
+// answer is what a name resolved to: addresses, a CNAME to follow, or a failure.
+type answer struct {
+	valid int64        // resolver clock
+	addrs []netip.Addr // the n addresses twice over, so a rotation is a window
+	n     int
+	cname string
+	err   *Error
+}
+
 // entry is a name in the cache: its answer while valid, and the query in
 // flight while one is.
 type entry struct {
@@ -24,12 +33,7 @@ type entry struct {
 	next *entry
 	used int64 // last lookup, resolver clock
 
-	// The answer, used while valid > now: addresses, a CNAME to follow, or a failure.
-	valid int64
-	addrs []netip.Addr // the n addresses twice over, so a rotation is a window
-	n     int
-	cname string
-	err   *Error
+	ans answer // used while ans.valid > now
 
 	// The query in flight.
 	inflight bool
@@ -108,8 +112,9 @@ func (e *entry) unlink(q *Query) {
 func (r *Resolver) start(e *entry) {
 	e.inflight = true
 	e.round++
-	e.valid, e.n, e.cname, e.err = 0, 0, "", nil
-	e.addrs = e.addrs[:0]
+	// The backing array is kept: the next answer overwrites it only once it arrives,
+	// after any delivery of this one has ended.
+	e.ans = answer{addrs: e.ans.addrs[:0]}
 	e.rcode, e.ttl, e.gotCname = 0, math.MaxUint32, ""
 	e.got[famA], e.got[famAAAA] = e.got[famA][:0], e.got[famAAAA][:0]
 	e.pending = [2]bool{!r.cfg.NoIPv4, !r.cfg.NoIPv6}
@@ -133,7 +138,7 @@ func (e *entry) onResend(*eventloop.Timer) {
 	r := e.r
 	if e.waitHead == nil {
 		r.stopQuery(e)
-		if e.valid == 0 {
+		if e.ans.valid == 0 {
 			r.remove(e)
 		}
 		return
@@ -167,26 +172,30 @@ func (r *Resolver) finish(e *entry) {
 	if r.cfg.Valid > 0 {
 		valid = r.cfg.Valid
 	}
+	ans := &e.ans
 	switch n := len(e.got[famA]) + len(e.got[famAAAA]); {
 	case e.rcode != 0:
-		r.setError(e, e.rcode)
+		ans.err = &Error{Name: e.name, Code: e.rcode}
 		valid = r.errorValid()
 	case n > 0:
-		e.addrs = append(append(e.addrs[:0], e.got[famA]...), e.got[famAAAA]...)
-		e.addrs = append(e.addrs, e.addrs...)
-		e.n = n
+		ans.addrs = append(append(ans.addrs[:0], e.got[famA]...), e.got[famAAAA]...)
+		ans.addrs = append(ans.addrs, ans.addrs...)
+		ans.n = n
 	case e.gotCname != "":
-		e.cname = e.gotCname
+		ans.cname = e.gotCname
 	default:
-		r.setError(e, NXDomain) // no address of either family, nginx's answer
+		ans.err = &Error{Name: e.name, Code: NXDomain} // no address of either family, as nginx
 		valid = r.errorValid()
 	}
-	e.valid = now + int64(valid)
+	ans.valid = now + int64(valid)
+	// Deliver a copy: a handler may look the name up again, which with a TTL of 0
+	// starts the next query on e, and the waiters after it still get this answer.
+	got := *ans
 	round := e.round
 	for e.waitHead != nil && e.waitHead.round == round {
 		q := e.waitHead
 		e.unlink(q)
-		r.complete(q, e, now, false) // even with a TTL of 0: those who waited get it
+		r.complete(q, &got, now, false)
 	}
 }
 
@@ -195,8 +204,4 @@ func (r *Resolver) errorValid() time.Duration {
 		return r.cfg.Valid
 	}
 	return errorValid
-}
-
-func (r *Resolver) setError(e *entry, code int) {
-	e.err = &Error{Name: e.name, Code: code}
 }

@@ -225,9 +225,9 @@ func (r *Resolver) lookup(q *Query, name string) {
 	}
 	r.touch(e, now)
 	switch {
-	case e.valid > now:
+	case e.ans.valid > now:
 		r.stats.CacheHits++
-		r.complete(q, e, now, true)
+		r.complete(q, &e.ans, now, true)
 	case e.inflight:
 		r.join(q, e)
 	default:
@@ -298,9 +298,9 @@ func (q *Query) onTimeout(*eventloop.Timer) {
 	q.r.fail(q, TimedOut)
 }
 
-// complete answers q from e's valid answer, or follows e's CNAME. As nginx, a
+// complete answers q from a valid answer, or follows its CNAME. As nginx, a
 // cached answer is handed out rotated by a random offset, a fresh one as it came.
-func (r *Resolver) complete(q *Query, e *entry, now int64, rotate bool) {
+func (r *Resolver) complete(q *Query, e *answer, now int64, rotate bool) {
 	if e.cname != "" {
 		if q.depth++; q.depth > maxRecursion {
 			r.fail(q, NXDomain)

@@ -234,7 +234,7 @@ func TestTimeoutWhileTheLoopKeepsServing(t *testing.T) {
 func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 	srv := newTestServer(t)
 	srv.set("shared.test", a("10.0.2.1", 60), a("fd00::2", 60))
-	srv.delay = 100 * time.Millisecond
+	srv.with(func() { srv.delay = 100 * time.Millisecond })
 	l := startLoop(t)
 	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}})
 	const n = 20
@@ -343,7 +343,7 @@ func TestTruncatedAnswerAskedAgainOverTCP(t *testing.T) {
 		want = append(want, netip.MustParseAddr(ip))
 	}
 	srv.set("big.test", many...)
-	srv.trunc["big.test"] = true
+	srv.with(func() { srv.trunc["big.test"] = true })
 	l := startLoop(t)
 	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}, NoIPv6: true})
 
@@ -371,7 +371,7 @@ func TestSpoofedAnswersIgnored(t *testing.T) {
 	}
 	defer spoofer.Close()
 	evil := []record{a("6.6.6.6", 60)}
-	srv.hook = func(q seen, fromServer func([]byte)) {
+	spoof := func(q seen, fromServer func([]byte)) {
 		// From another address, all else right: the kernel drops it (connected socket).
 		_, _ = spoofer.WriteToUDPAddrPort(buildAnswer(q.id, q.name, q.typ, 0, false, evil), q.from)
 		// From the server: a wrong ID, then the right ID for another name.
@@ -380,7 +380,7 @@ func TestSpoofedAnswersIgnored(t *testing.T) {
 		// A truncated answer with the wrong ID must not switch to TCP either.
 		fromServer(buildAnswer(q.id^0x8000, q.name, q.typ, 0, true, nil))
 	}
-	srv.delay = 50 * time.Millisecond // the real answer comes last
+	srv.with(func() { srv.hook, srv.delay = spoof, 50*time.Millisecond }) // the real answer comes last
 	l := startLoop(t)
 	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}, NoIPv6: true})
 
@@ -481,5 +481,41 @@ func TestAddressesAndBadNames(t *testing.T) {
 	}
 	if n := len(srv.queries("")); n != 0 {
 		t.Errorf("%d queries sent for addresses and bad names", n)
+	}
+}
+
+// reresolver looks its name up again from inside its handler, once.
+type reresolver struct {
+	r    *Resolver
+	q2   Query
+	out  results
+	done bool
+}
+
+func (h *reresolver) Resolved(q *Query, res Result) {
+	h.out.Resolved(q, res)
+	if !h.done {
+		h.done = true
+		h.r.Resolve(&h.q2, q.Name(), h.out)
+	}
+}
+
+func TestHandlerResolvingAgainDuringDelivery(t *testing.T) {
+	srv := newTestServer(t)
+	srv.set("ttl0.test", a("10.0.10.1", 0)) // expired as soon as answered: the lookup inside the handler sends a new query
+	srv.with(func() { srv.delay = 20 * time.Millisecond })
+	l := startLoop(t)
+	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}, NoIPv6: true})
+	out := make(results, 4)
+	h := &reresolver{r: r, out: out}
+	var q1, q2 Query
+	onLoop(t, l, func() {
+		r.Resolve(&q1, "ttl0.test", h)
+		r.Resolve(&q2, "ttl0.test", out)
+	})
+	for i := range 3 {
+		if res := out.next(t); res.err != nil || !slices.Equal(res.addrs, addrs("10.0.10.1")) {
+			t.Errorf("result %d: %v %v", i+1, res.addrs, res.err)
+		}
 	}
 }

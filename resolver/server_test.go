@@ -109,10 +109,13 @@ func (s *testServer) setRcode(key string, rc dnsmessage.RCode) {
 	s.rcodes[key] = rc
 }
 
-func (s *testServer) setSilent(v bool) {
+func (s *testServer) setSilent(v bool) { s.with(func() { s.silent = v }) }
+
+// with changes the server's settings under its lock.
+func (s *testServer) with(fn func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.silent = v
+	fn()
 }
 
 // queries returns the queries seen for name (all names if "").
