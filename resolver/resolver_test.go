@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -518,4 +519,52 @@ func TestHandlerResolvingAgainDuringDelivery(t *testing.T) {
 			t.Errorf("result %d: %v %v", i+1, res.addrs, res.err)
 		}
 	}
+}
+
+func countFds(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// waitFds polls until the process has want fds open.
+func waitFds(t testing.TB, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for countFds(t) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d fds open, want %d", what, countFds(t), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSocketsClosedAfterLookups(t *testing.T) {
+	srv := newTestServer(t)
+	srv.set("ok.test", a("10.0.11.1", 60))
+	srv.set("tc.test", a("10.0.11.2", 60))
+	srv.with(func() { srv.trunc["tc.test"] = true })
+	dead := newTestServer(t)
+	dead.setSilent(true)
+	l := startLoop(t)
+	before := countFds(t)
+	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}, Resend: 100 * time.Millisecond})
+	rdead := newResolver(t, l, Config{Servers: []netip.AddrPort{dead.addr}, Resend: 100 * time.Millisecond, Timeout: 150 * time.Millisecond})
+	resolve(t, l, r, "ok.test")
+	resolve(t, l, r, "tc.test")
+	if res := resolve(t, l, rdead, "late.test"); res.err == nil {
+		t.Fatal("a server that never answers answered")
+	}
+	// The abandoned query's sockets go at its next resend.
+	waitFds(t, before, "after the lookups ended")
+
+	ch := make(results, 1)
+	var q Query
+	onLoop(t, l, func() { rdead.Resolve(&q, "pending.test", ch) })
+	onLoop(t, l, rdead.Close)
+	ch.next(t)
+	waitFds(t, before, "after Close")
 }
