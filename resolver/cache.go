@@ -88,6 +88,9 @@ func (r *Resolver) expire(now int64) {
 }
 
 func (r *Resolver) remove(e *entry) {
+	if e.prev == nil {
+		return // already gone
+	}
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(r.cache, e.name)
@@ -133,14 +136,13 @@ func (r *Resolver) start(e *entry) {
 }
 
 // onResend runs when the query went unanswered for cfg.Resend: ask the next
-// server, or give up if nobody waits any more.
+// server, or, if nobody waits any more, give up and forget the name (its answer
+// was dropped when the query started), as nginx does.
 func (e *entry) onResend(*eventloop.Timer) {
 	r := e.r
 	if e.waitHead == nil {
 		r.stopQuery(e)
-		if e.ans.valid == 0 {
-			r.remove(e)
-		}
+		r.remove(e)
 		return
 	}
 	e.server = (e.server + 1) % len(r.servers)

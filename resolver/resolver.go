@@ -340,6 +340,8 @@ func (r *Resolver) call(q *Query, res Result) {
 
 // Close ends every lookup in flight (their handlers get Canceled), closes the
 // resolver's sockets and empties its cache; later lookups fail with Canceled.
+// Call it on the loop's thread, or once the loop has exited (which closed the
+// sockets already).
 func (r *Resolver) Close() {
 	if r.closed {
 		return
