@@ -568,3 +568,16 @@ func TestSocketsClosedAfterLookups(t *testing.T) {
 	ch.next(t)
 	waitFds(t, before, "after Close")
 }
+
+func TestIPv4Off(t *testing.T) {
+	srv := newTestServer(t)
+	srv.set("dual.test", a("10.0.12.1", 60), a("fd00::12", 60))
+	l := startLoop(t)
+	r := newResolver(t, l, Config{Servers: []netip.AddrPort{srv.addr}, NoIPv4: true})
+	if res := resolve(t, l, r, "dual.test"); res.err != nil || !slices.Equal(res.addrs, addrs("fd00::12")) {
+		t.Errorf("ipv4=off: %v %v, want the IPv6 address alone", res.addrs, res.err)
+	}
+	if qs := srv.queries("dual.test"); len(qs) != 1 || qs[0].typ != dnsmessage.TypeAAAA {
+		t.Errorf("ipv4=off sent %+v, want one AAAA query", qs)
+	}
+}
