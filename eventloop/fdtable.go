@@ -9,6 +9,7 @@ const (
 	slotListener
 	slotTimerfd
 	slotTasks
+	slotWatch // an FDWatch
 )
 
 // slot is the loop's record of one fd. Every registration gets a fresh
@@ -16,10 +17,11 @@ const (
 // for an fd that was closed and reused later in the same epoll batch carries
 // the old generation and is dropped instead of reaching the new connection.
 type slot struct {
-	gen  uint32
-	kind slotKind
-	conn *conn
-	ln   *Listener
+	gen   uint32
+	kind  slotKind
+	conn  *conn
+	ln    *Listener
+	watch *FDWatch
 }
 
 // fdTable maps fds to slots; fds are small and dense, so a slice indexed by fd.

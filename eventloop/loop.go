@@ -154,6 +154,7 @@ func (l *Loop) shutdown() {
 		l.closeListener(ln)
 	}
 	l.closeAll(ErrStopped)
+	l.closeWatches()
 	l.state.Store(stateExited)
 	l.pool.Put(l.scratch)
 	l.scratch = nil

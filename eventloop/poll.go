@@ -130,6 +130,8 @@ func (l *Loop) pollBatch() {
 			l.onTimerfd()
 		case slotTasks:
 			l.runTasks()
+		case slotWatch:
+			l.watchEvent(s.watch)
 		}
 		l.closeFailed()
 	}
