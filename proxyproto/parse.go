@@ -258,8 +258,8 @@ func (h Header) Clone() Header {
 }
 
 // Describe is the log line of a header Parse refused in b, in nginx's words:
-// `broken header: "<first line of b>"`, `unknown PROXY protocol version: 3`,
-// `header is too large`.
+// `broken header: "<first line of b>"` (a version 2 header's first 64 bytes),
+// `unknown PROXY protocol version: 3`, `header is too large`.
 func Describe(err error, b []byte) string {
 	switch err {
 	case ErrVersion:
@@ -272,10 +272,14 @@ func Describe(err error, b []byte) string {
 		return err.Error()
 	}
 	line := b
-	for i, c := range b {
-		if c == '\r' || c == '\n' {
-			line = b[:i]
-			break
+	if len(b) > 0 && b[0] == '\r' {
+		line = b[:min(len(b), 64)] // binary: its first bytes (nginx logs nothing)
+	} else {
+		for i, c := range b {
+			if c == '\r' || c == '\n' {
+				line = b[:i]
+				break
+			}
 		}
 	}
 	out := make([]byte, 0, len(ErrBroken.Error())+4+len(line))

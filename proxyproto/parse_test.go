@@ -310,6 +310,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		{[]byte("GET / HTTP/1.1\r\nHost: x\r\n"), ErrBroken, `broken header: "GET / HTTP/1.1"`},
 		{[]byte("\x16\x03\x01\x00\"x"), ErrBroken, `broken header: "\x16\x03\x01\x00\x22x"`},
+		{v2(0x21, 0x21, inet4Addrs), ErrBroken, `broken header: "\x0d\x0a\x0d\x0a\x00\x0d\x0aQUIT\x0a!!\x00\x0c\xc0\x00\x02\x01\xc63d\x02\xdc\x04\x01\xbb"`},
 		{v2(0x31, 0x11), ErrVersion, "unknown PROXY protocol version: 3"},
 		{v2(0xF1, 0x11), ErrVersion, "unknown PROXY protocol version: 15"},
 		{nil, ErrTooLarge, "header is too large"},
