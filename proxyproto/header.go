@@ -118,6 +118,35 @@ func (h *Header) unixPath(off int) []byte {
 	return p
 }
 
+// Var names one of nginx's address variables of the PROXY protocol.
+type Var uint8
+
+const (
+	VarAddr       Var = iota // $proxy_protocol_addr
+	VarPort                  // $proxy_protocol_port
+	VarServerAddr            // $proxy_protocol_server_addr
+	VarServerPort            // $proxy_protocol_server_port
+)
+
+// AppendVar appends the value of an address variable as nginx has it, with ok
+// false where nginx's is not found: no addresses in the header, or a port 0.
+func (h *Header) AppendVar(dst []byte, v Var) ([]byte, bool) {
+	if h == nil || !h.addrs {
+		return dst, false
+	}
+	a := h.Source
+	if v == VarServerAddr || v == VarServerPort {
+		a = h.Destination
+	}
+	if v == VarAddr || v == VarServerAddr {
+		return a.Addr().AppendTo(dst), true
+	}
+	if a.Port() == 0 {
+		return dst, false
+	}
+	return strconv.AppendUint(dst, uint64(a.Port()), 10), true
+}
+
 // TLV returns the value of the header's first TLV of type typ.
 func (h *Header) TLV(typ byte) (value []byte, ok bool, err error) {
 	return LookupTLV(h.TLVs(), typ)

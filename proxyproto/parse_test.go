@@ -344,3 +344,26 @@ func TestParseAllocs(t *testing.T) {
 		t.Errorf("garbage: %v allocations", a)
 	}
 }
+
+func TestHeaderVars(t *testing.T) {
+	get := func(h *Header, v Var) string {
+		b, ok := h.AppendVar(nil, v)
+		if !ok {
+			return "(none)"
+		}
+		return string(b)
+	}
+	h, _, _ := Parse([]byte("PROXY TCP6 2001:db8::1 ::ffff:192.0.2.1 443 0\r\n"), 0)
+	for v, want := range []string{"2001:db8::1", "443", "::ffff:192.0.2.1", "(none)"} {
+		if got := get(&h, Var(v)); got != want {
+			t.Errorf("var %d: %s, want %s", v, got, want)
+		}
+	}
+	local, _, _ := Parse(v2(0x20, 0x11, inet4Addrs), 0)
+	if got := get(&local, VarAddr); got != "(none)" {
+		t.Errorf("LOCAL: %s", got)
+	}
+	if got := get(nil, VarAddr); got != "(none)" {
+		t.Errorf("no header: %s", got)
+	}
+}
