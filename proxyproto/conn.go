@@ -19,8 +19,9 @@ const (
 
 // Conn is a connection whose PROXY protocol header has been read, as the inner
 // handler sees it: RemoteAddr is the header's source (the real peer's address
-// when the header carries none), Header holds the rest. Everything else is the
-// underlying connection's. Its methods must be called on the loop's thread.
+// when the header carries none, or with Options.KeepPeerAddr), Header holds the
+// rest. Everything else is the underlying connection's. Its methods must be
+// called on the loop's thread.
 type Conn struct {
 	raw     eventloop.Conn
 	layer   *Layer
@@ -79,7 +80,7 @@ func (c *Conn) onHeaderData(data []byte) {
 func (c *Conn) open(h Header, rest []byte) {
 	c.hdr = h
 	c.remote = c.raw.RemoteAddr()
-	if h.addrs {
+	if h.addrs && !c.layer.opts.KeepPeerAddr {
 		c.remote = h.Source
 	}
 	c.raw.SetTimeout(0)
@@ -151,7 +152,7 @@ func HeaderOf(c eventloop.Conn) *Header {
 	return nil
 }
 
-// RemoteAddr implements eventloop.Conn: the header's source.
+// RemoteAddr implements eventloop.Conn: the header's source, unless KeepPeerAddr.
 func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
 
 // LocalAddr implements eventloop.Conn: the socket's own address, as nginx's

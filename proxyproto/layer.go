@@ -21,6 +21,10 @@ type Options struct {
 	// (the listen sockets marked proxy_protocol); nil: every connection.
 	// The others go to the inner handler untouched.
 	Expect func(local netip.AddrPort) bool
+	// KeepPeerAddr leaves the Conn's RemoteAddr the real peer's (the load
+	// balancer's), as nginx's $remote_addr is without the realip module's
+	// "real_ip_header proxy_protocol"; the header's source is then only in Header.
+	KeepPeerAddr bool
 }
 
 // Layer reads the PROXY protocol header of each connection of one loop before

@@ -247,3 +247,14 @@ func TestLayerClose(t *testing.T) {
 		t.Fatal("no OnClose")
 	}
 }
+
+// TestLayerKeepPeerAddr: with KeepPeerAddr the remote address stays the real
+// peer's (nginx without realip) and the header's source is in the header.
+func TestLayerKeepPeerAddr(t *testing.T) {
+	srv := startServer(t, reporter(), Options{KeepPeerAddr: true}, 1)
+	out, c := exchange(t, srv.addrs[0], 0, cat([]byte("PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\n"), []byte(request)))
+	want := "remote=" + c.LocalAddr().String() + " local=" + srv.addrs[0] + " v1 cmd=1 fam=1 src=192.0.2.1:56324 dst=198.51.100.2:443"
+	if !strings.Contains(out, want) {
+		t.Fatalf("got  %q\nwant %q", out, want)
+	}
+}
