@@ -125,9 +125,8 @@ func TestCryptSchemesMatchLibcrypt(t *testing.T) {
 		if !h.Verify([]byte(p[0])) {
 			t.Fatalf("%v %q does not verify password %q (setting %q)", h.Scheme(), want[i], p[0], p[1])
 		}
-		if h.Verify([]byte(p[0] + "x")) && len(p[0]) < 8 {
+		if h.Verify([]byte(p[0]+"x")) && len(p[0]) < 8 {
 			t.Fatalf("%q verifies a wrong password", want[i])
 		}
 	}
 }
-
