@@ -23,10 +23,12 @@ func append24(dst []byte, b2, b1, b0 byte, n int) []byte {
 
 // appendMD5Crypt appends Poul-Henning Kamp's MD5 crypt of pw: magic is "$1$" for
 // crypt(3) and "$apr1$" for Apache's variant, salt at most 8 characters.
-func appendMD5Crypt(dst, pw []byte, magic, salt string) []byte {
+func appendMD5Crypt(dst, pw []byte, magic, saltString string) []byte {
+	var sb [8]byte
+	salt := append(sb[:0], saltString...)
 	h := md5.New()
 	h.Write(pw)
-	io.WriteString(h, salt)
+	h.Write(salt)
 	h.Write(pw)
 	var fin [md5.Size]byte
 	h.Sum(fin[:0])
@@ -34,7 +36,7 @@ func appendMD5Crypt(dst, pw []byte, magic, salt string) []byte {
 	h.Reset()
 	h.Write(pw)
 	io.WriteString(h, magic)
-	io.WriteString(h, salt)
+	h.Write(salt)
 	for n := len(pw); n > 0; n -= md5.Size {
 		h.Write(fin[:min(n, md5.Size)])
 	}
@@ -58,7 +60,7 @@ func appendMD5Crypt(dst, pw []byte, magic, salt string) []byte {
 			h.Write(fin[:])
 		}
 		if i%3 != 0 {
-			io.WriteString(h, salt)
+			h.Write(salt)
 		}
 		if i%7 != 0 {
 			h.Write(pw)
@@ -100,7 +102,9 @@ var (
 
 // appendSHACrypt appends Ulrich Drepper's SHA-crypt of pw ("$5$" SHA-256 or "$6$"
 // SHA-512): salt at most 16 characters; "rounds=N$" is written when custom.
-func appendSHACrypt(dst, pw []byte, sha512Crypt bool, salt string, rounds int, custom bool) []byte {
+func appendSHACrypt(dst, pw []byte, sha512Crypt bool, saltString string, rounds int, custom bool) []byte {
+	var sb [16]byte
+	salt := append(sb[:0], saltString...)
 	var h hash.Hash
 	magic := "$5$"
 	if sha512Crypt {
@@ -112,13 +116,13 @@ func appendSHACrypt(dst, pw []byte, sha512Crypt bool, salt string, rounds int, c
 	var bufA, bufB, bufP, bufS [sha512.Size]byte
 
 	h.Write(pw)
-	io.WriteString(h, salt)
+	h.Write(salt)
 	h.Write(pw)
 	b := h.Sum(bufB[:0])
 
 	h.Reset()
 	h.Write(pw)
-	io.WriteString(h, salt)
+	h.Write(salt)
 	n := len(pw)
 	for ; n > size; n -= size {
 		h.Write(b)
@@ -140,7 +144,7 @@ func appendSHACrypt(dst, pw []byte, sha512Crypt bool, salt string, rounds int, c
 	dp := h.Sum(bufP[:0])
 	h.Reset()
 	for range 16 + int(a[0]) {
-		io.WriteString(h, salt)
+		h.Write(salt)
 	}
 	ds := h.Sum(bufS[:0])
 

@@ -1,7 +1,5 @@
 package authbasic
 
-import "math/bits"
-
 // The DES of crypt(3): standard DES (FIPS 46) whose expansion is perturbed by a salt
 // (salt bit i swaps bits i and i+24 of the 48-bit E output) and which encrypts a
 // block of zeroes 25 times (traditional and bigcrypt) or a chosen number of times
@@ -97,7 +95,7 @@ func permute(in uint64, inBits int, table []byte) uint64 {
 
 // desCipher is one key schedule and salt.
 type desCipher struct {
-	keys     [16]uint64 // 48-bit round keys
+	kl, kr   [16]uint32 // the 48-bit round keys, in 24-bit halves
 	saltbits uint32     // which bits of the two 24-bit halves of E's output swap
 }
 
@@ -112,7 +110,8 @@ func (c *desCipher) setKey(key [8]byte) {
 	for i, s := range desShifts {
 		l = (l<<s | l>>(28-s)) & 0xfffffff
 		r = (r<<s | r>>(28-s)) & 0xfffffff
-		c.keys[i] = permute(uint64(l)<<28|uint64(r), 56, desPC2[:])
+		k := permute(uint64(l)<<28|uint64(r), 56, desPC2[:])
+		c.kl[i], c.kr[i] = uint32(k>>24), uint32(k)&0xffffff
 	}
 }
 
@@ -133,19 +132,16 @@ func (c *desCipher) encrypt(block uint64, count uint32) uint64 {
 	l, r := uint32(x>>32), uint32(x)
 	count = max(count, 1)
 	for ; count > 0; count-- {
-		for i := range c.keys {
-			// E: box j reads the six bits of r starting one before bit 4j.
-			var e uint64
-			for j := range 8 {
-				e = e<<6 | uint64(bits.RotateLeft32(r, 4*j-1)>>26)
-			}
-			el, er := uint32(e>>24), uint32(e)&0xffffff
+		for i := range c.kl {
+			// E in two 24-bit halves: box j reads the six bits of r that start one
+			// before bit 4j (counted from 1 at the top), wrapping around.
+			el := r<<23&0x800000 | r>>9&0x7c0000 | r>>11&0x3f000 | r>>13&0xfc0 | r>>15&0x3f
+			er := r<<7&0xfc0000 | r<<5&0x3f000 | r<<3&0xfc0 | r<<1&0x3e | r>>31
 			f := (el ^ er) & c.saltbits
-			e = (uint64(el^f)<<24 | uint64(er^f)) ^ c.keys[i]
-			var out uint32
-			for j := range 8 {
-				out |= desSP[j][(e>>(42-6*j))&63]
-			}
+			el ^= f ^ c.kl[i]
+			er ^= f ^ c.kr[i]
+			out := desSP[0][el>>18&63] | desSP[1][el>>12&63] | desSP[2][el>>6&63] | desSP[3][el&63] |
+				desSP[4][er>>18&63] | desSP[5][er>>12&63] | desSP[6][er>>6&63] | desSP[7][er&63]
 			l, r = r, l^out
 		}
 		l, r = r, l

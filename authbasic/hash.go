@@ -84,11 +84,13 @@ func (h *Hash) Scheme() Scheme { return h.scheme }
 func (h *Hash) Problem() string { return h.problem }
 
 // Slow reports whether verifying costs more than a few microseconds (the iterated
-// schemes): such checks belong off the event loop.
+// schemes, and bigcrypt's block per 8 characters): such checks belong off the loop.
 func (h *Hash) Slow() bool {
 	switch h.scheme {
 	case SchemeAPR1, SchemeMD5Crypt, SchemeSHA256Crypt, SchemeSHA512Crypt, SchemeBcrypt, SchemeBSDI:
 		return true
+	case SchemeDES:
+		return len(h.field) > 13
 	}
 	return false
 }

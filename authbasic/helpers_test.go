@@ -11,9 +11,11 @@ import (
 )
 
 // startLoop runs a real event loop (pinned to cpu, -1 for none) until the test ends.
-func startLoop(t testing.TB, cpu int) *eventloop.Loop {
+// holdP is how the server runs its loops: each keeps a P of its own (and eventloop
+// raises GOMAXPROCS for it).
+func startLoop(t testing.TB, cpu int, holdP bool) *eventloop.Loop {
 	t.Helper()
-	l, err := eventloop.New(eventloop.Config{CPU: cpu})
+	l, err := eventloop.New(eventloop.Config{CPU: cpu, HoldP: holdP})
 	if err != nil {
 		t.Fatal(err)
 	}

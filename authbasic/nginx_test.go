@@ -168,7 +168,7 @@ func TestSameAnswersAsNginx(t *testing.T) {
 	for _, l := range cfg.HTTP.Servers[0].Locations {
 		confs[l.Path] = ConfOf(l)
 	}
-	loop := startLoop(t, -1)
+	loop := startLoop(t, -1, false)
 	v, err := NewVerifier(VerifierConfig{Workers: 2})
 	if err != nil {
 		t.Fatal(err)

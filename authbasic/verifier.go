@@ -58,6 +58,8 @@ type Verifier struct {
 	log     *slog.Logger
 	checked atomic.Uint64
 	busy    atomic.Uint64
+	tidMu   sync.Mutex
+	tids    []int
 }
 
 // VerifierStats are a Verifier's counters.
@@ -119,6 +121,9 @@ func (v *Verifier) work(cfg VerifierConfig, started chan<- error) {
 			return
 		}
 	}
+	v.tidMu.Lock()
+	v.tids = append(v.tids, unix.Gettid())
+	v.tidMu.Unlock()
 	started <- nil
 	for j := range v.jobs {
 		v.run(j)
@@ -179,6 +184,13 @@ func (v *Verifier) Close() {
 	}
 	close(v.jobs)
 	v.wg.Wait()
+}
+
+// Tids returns the kernel thread ids of the workers.
+func (v *Verifier) Tids() []int {
+	v.tidMu.Lock()
+	defer v.tidMu.Unlock()
+	return append([]int(nil), v.tids...)
 }
 
 // Stats returns the counters; safe from any goroutine.
