@@ -130,3 +130,44 @@ func TestCryptSchemesMatchLibcrypt(t *testing.T) {
 		}
 	}
 }
+
+// bcrypt through x/crypto, behind ParseHash's checks, answers as crypt_blowfish:
+// random passwords (8-bit bytes, past 72 bytes) and salts at cost 4, each version.
+func TestBcryptMatchesLibcrypt(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const bf64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	var pairs [][2]string
+	for i := range 60 {
+		pw := make([]byte, r.IntN(90))
+		for j := range pw {
+			pw[j] = byte(1 + r.IntN(255))
+		}
+		salt := randomString(r, bf64, 21) + randomString(r, ".Oeu", 1)
+		pairs = append(pairs, [2]string{string(pw), "$2" + string("aby"[i%3]) + "$04$" + salt})
+	}
+	// crypt_blowfish's own vectors for the $2a$ countermeasure.
+	pairs = append(pairs, [2]string{"\xff\xff\xa3", "$2a$05$/OK.fbVrR/bpIqNJ5ianF."}, [2]string{"\xa3", "$2a$05$/OK.fbVrR/bpIqNJ5ianF."},
+		[2]string{"\xff\xff\xa3", "$2b$05$/OK.fbVrR/bpIqNJ5ianF."})
+	want := libcrypt(t, pairs)
+	flipped := 0
+	for i, p := range pairs {
+		h := ParseHash([]byte(want[i]))
+		if h.Scheme() != SchemeBcrypt || h.Problem() != "" {
+			t.Fatalf("%q: %v %s", want[i], h.Scheme(), h.Problem())
+		}
+		if p[1][2] == 'a' && bcryptSafetyFlip([]byte(p[0])) {
+			flipped++
+			if h.Verify([]byte(p[0])) {
+				t.Errorf("%q: a countermeasure password verifies", want[i])
+			}
+			continue
+		}
+		if !h.Verify([]byte(p[0])) {
+			t.Errorf("%q does not verify %q", want[i], p[0])
+		}
+	}
+	// The countermeasure changed libcrypt's $2a$ hash of "\xff\xff\xa3": its $2b$ is another.
+	if n := len(want); flipped != 1 || want[n-3][7:] == want[n-1][7:] {
+		t.Errorf("countermeasure: %d flipped, hashes %q %q", flipped, want[n-3], want[n-1])
+	}
+}

@@ -1,7 +1,9 @@
 package authbasic
 
 import (
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -141,4 +143,42 @@ func TestNeverMatching(t *testing.T) {
 			t.Errorf("%q does not verify: %s", field, h.Problem())
 		}
 	}
+}
+
+// Fresh hashes from the tools, where they are installed (openssl is; htpasswd comes
+// with apache2-utils, mkpasswd with whois): random passwords verify, others do not.
+func TestToolsLive(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	tools := [][]string{
+		{"openssl", "passwd", "-1"}, {"openssl", "passwd", "-apr1"}, {"openssl", "passwd", "-5"}, {"openssl", "passwd", "-6"},
+		{"htpasswd", "-nbm", "u"}, {"htpasswd", "-nbs", "u"}, {"htpasswd", "-nbd", "u"}, {"htpasswd", "-nbB", "-C", "4", "u"},
+		{"mkpasswd", "-m", "sha512crypt", "-R", "1234"}, {"mkpasswd", "-m", "bcrypt-a", "-R", "4"}, {"mkpasswd", "-m", "bsdicrypt"},
+		{"mkpasswd", "-m", "descrypt"}, {"mkpasswd", "-m", "md5crypt"},
+	}
+	ran := 0
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool[0]); err != nil {
+			continue
+		}
+		for range 3 {
+			pw := randomString(r, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 !#%&()*+,-./;<=>?@[]^_{|}~", 1+r.IntN(20))
+			out, err := exec.Command(tool[0], append(tool[1:], pw)...).Output()
+			if err != nil {
+				t.Fatalf("%v: %v", tool, err)
+			}
+			field := strings.TrimSpace(string(out))
+			if tool[0] == "htpasswd" {
+				field = strings.TrimPrefix(field, "u:")
+			}
+			h := ParseHash([]byte(field))
+			if !h.Verify([]byte(pw)) {
+				t.Errorf("%v %q: %q does not verify (%v %s)", tool, pw, field, h.Scheme(), h.Problem())
+			}
+			if h.Verify([]byte(pw + "!")) && !(h.Scheme() == SchemeDES && len(pw) >= 8) {
+				t.Errorf("%v: %q verifies a wrong password", tool, field)
+			}
+			ran++
+		}
+	}
+	t.Logf("%d hashes from the tools", ran)
 }
