@@ -174,7 +174,7 @@ func TestToolsLive(t *testing.T) {
 			if !h.Verify([]byte(pw)) {
 				t.Errorf("%v %q: %q does not verify (%v %s)", tool, pw, field, h.Scheme(), h.Problem())
 			}
-			if h.Verify([]byte(pw + "!")) && !(h.Scheme() == SchemeDES && len(pw) >= 8) {
+			if h.Verify([]byte(pw+"!")) && !(h.Scheme() == SchemeDES && len(pw) >= 8) {
 				t.Errorf("%v: %q verifies a wrong password", tool, field)
 			}
 			ran++
