@@ -252,3 +252,35 @@ func TestSameAnswersAsNginx(t *testing.T) {
 	}
 	t.Logf("%d requests compared", len(cases))
 }
+
+// An edit of the user file without a reload: nginx, which reads the file per
+// request, sees it at once; numaproxy a second later (RecheckInterval).
+func TestEditWithoutReloadAgainstNginx(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "www"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "logs"), 0o755)
+	writeFile(t, filepath.Join(dir, "www"), "ok.txt", "ok\n")
+	users := writeFile(t, dir, "users", "ann:{PLAIN}old\n")
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	file := writeFile(t, dir, "nginx.conf", fmt.Sprintf(`user root; daemon off; pid %s/logs/nginx.pid; error_log %s/logs/error.log; events {}
+http { server { listen %s; root %s/www; location / { auth_basic "r"; auth_basic_user_file users; } } }
+`, dir, dir, addr, dir))
+	startNginx(t, file, addr)
+	lc := locConf("r", users)
+	lc.File.Load(nil)
+	loop := startLoop(t, -1, false)
+	c := NewChecker(loop, nil)
+	var a Attempt
+
+	writeFile(t, dir, "users", "ann:{PLAIN}new\n")
+	if status, _ := askNginx(t, addr, "/ok.txt", basic("ann", "new")); status != 200 {
+		t.Fatalf("nginx right after the edit: %d", status)
+	}
+	if o := checkOn(t, loop, c, &a, lc, basic("ann", "new")); o != Unauthorized {
+		t.Fatalf("numaproxy right after the edit: %v", o)
+	}
+	time.Sleep(RecheckInterval + 100*time.Millisecond)
+	if o := checkOn(t, loop, c, &a, lc, basic("ann", "new")); o != Allowed {
+		t.Fatalf("numaproxy a second after the edit: %v", o)
+	}
+}
