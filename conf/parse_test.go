@@ -174,7 +174,6 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
-
 func TestListenForms(t *testing.T) {
 	tests := map[string]string{
 		"80":               "0.0.0.0:80",

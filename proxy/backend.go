@@ -12,7 +12,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -205,8 +205,8 @@ func (c *client) readBody() {
 	c.bodyFate = bodyTaken
 	// Chunk extensions and trailers are not passed on, but they are read: bound them
 	// as the head is bounded (nginx skips any amount).
-	c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
-	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+	c.chunks.MaxOverhead = c.ccf.LargeHeaderBuffers * c.ccf.LargeHeaderBufferSize
+	c.conn.SetTimeout(c.ccf.ClientBodyTimeout)
 	pending := c.in[c.headLen:]
 	c.in = c.in[:c.headLen]
 	c.takeBody(pending)
@@ -244,7 +244,7 @@ func (c *client) bufferChunk(data []byte) bool {
 	if !c.lcf.PassRequestBody {
 		return true // proxy_pass_request_body off: counted (bodyTotal), not kept
 	}
-	limit := c.lcf.ClientBodyBufferSize
+	limit := c.ccf.ClientBodyBufferSize
 	for len(data) > 0 {
 		if c.bodyBuf == nil {
 			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
@@ -269,7 +269,7 @@ func (c *client) bufferChunk(data []byte) bool {
 // it failed and answered the client (500, as nginx).
 func (c *client) spill(p []byte) bool {
 	if !c.spool.open {
-		dir := c.lcf.ClientBodyTemp.Dir
+		dir := c.ccf.ClientBodyTemp.Dir
 		f, err := openBodyFile(dir)
 		if err != nil {
 			c.w.log.Error(err.Error(), "client", c.remote.String())
@@ -279,7 +279,7 @@ func (c *client) spill(p []byte) bool {
 		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
 	}
 	if err := c.spool.write(p); err != nil {
-		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
+		c.w.log.Error(err.Error(), "path", c.ccf.ClientBodyTemp.Dir, "client", c.remote.String())
 		return c.bodyFailed()
 	}
 	return true
@@ -749,7 +749,7 @@ func (ex *exchange) startResponse(headLen int) {
 		ex.connect()
 		return
 	}
-	if code >= 300 && c.lcf.InterceptErrors && c.lcf.hasErrorPage(code) {
+	if code >= 300 && c.lcf.InterceptErrors && c.ccf.HasErrorPage(code) {
 		ex.intercept(code, headLen)
 		return
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -114,7 +115,7 @@ func createTempPaths(cfg *conf.Config) error {
 		return nil
 	}
 	seen := map[string]bool{}
-	mk := func(lc *LocConf) error {
+	mk := func(lc *httpcore.LocConf) error {
 		p := lc.ClientBodyTemp
 		if p == nil || seen[p.Dir] {
 			return nil
@@ -128,7 +129,7 @@ func createTempPaths(cfg *conf.Config) error {
 	var walk func(locs []*conf.Location) error
 	walk = func(locs []*conf.Location) error {
 		for _, loc := range locs {
-			if err := mk(locationConf(loc)); err != nil {
+			if err := mk(httpcore.LocationConf(loc)); err != nil {
 				return err
 			}
 			if err := walk(loc.Locations); err != nil {
@@ -137,11 +138,11 @@ func createTempPaths(cfg *conf.Config) error {
 		}
 		return nil
 	}
-	if err := mk(cfg.HTTP.Conf(Module).(*LocConf)); err != nil {
+	if err := mk(httpcore.HTTPConf(cfg.HTTP)); err != nil {
 		return err
 	}
 	for _, srv := range cfg.HTTP.Servers {
-		if err := mk(serverConf(srv)); err != nil {
+		if err := mk(httpcore.ServerConf(srv)); err != nil {
 			return err
 		}
 		if err := walk(srv.Locations); err != nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,19 +21,19 @@ http {
   }
   server { listen 127.0.0.1:8081; client_body_temp_path other; }
 }`)
-	a, b := lc(cfg.HTTP.Servers[0].Locations[0]), lc(cfg.HTTP.Servers[0].Locations[1])
+	a, b := cc(cfg.HTTP.Servers[0].Locations[0]), cc(cfg.HTTP.Servers[0].Locations[1])
 	if a.ClientBodyBufferSize != 32<<10 || a.ClientBodyTemp.Dir != filepath.Join(cfg.Prefix, "spool") || len(a.ClientBodyTemp.Levels) != 2 {
 		t.Errorf("inherited: %d %+v", a.ClientBodyBufferSize, a.ClientBodyTemp)
 	}
 	if b.ClientBodyBufferSize != 1<<20 || b.ClientBodyTemp.Dir != "/var/tmp/np" {
 		t.Errorf("own: %d %+v", b.ClientBodyBufferSize, b.ClientBodyTemp)
 	}
-	if s := serverConf(cfg.HTTP.Servers[1]); s.ClientBodyTemp.Dir != filepath.Join(cfg.Prefix, "other") {
+	if s := httpcore.ServerConf(cfg.HTTP.Servers[1]); s.ClientBodyTemp.Dir != filepath.Join(cfg.Prefix, "other") {
 		t.Errorf("server: %+v", s.ClientBodyTemp)
 	}
 
 	def := mustConf(t, "events {}\nhttp { server { listen 127.0.0.1:8080; location / { return 200; } } }")
-	d := lc(def.HTTP.Servers[0].Locations[0])
+	d := cc(def.HTTP.Servers[0].Locations[0])
 	if d.ClientBodyBufferSize != 2*os.Getpagesize() || d.ClientBodyTemp.Dir != filepath.Join(def.Prefix, "client_body_temp") {
 		t.Errorf("defaults: %d %+v", d.ClientBodyBufferSize, d.ClientBodyTemp)
 	}

@@ -2,13 +2,14 @@ package proxy
 
 import (
 	"errors"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"net/netip"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
-	"github.com/numaproxy/numaproxy/proxy/http1"
-	"github.com/numaproxy/numaproxy/proxy/route"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/httpcore/route"
 )
 
 // clientState is where a client connection is in its request cycle.
@@ -73,10 +74,12 @@ type client struct {
 	// response ends.
 	ownWatermarks bool
 	keepAlive     bool
-	srvConf       *LocConf  // the server's config (the default server's until a request names one)
-	lcf           *LocConf  // the location's config, else srvConf
-	ex            *exchange // the upstream side, while proxying: &exStore or nil
-	lingerUntil   time.Time // csDiscard, csLinger: the end of lingering_time
+	srvConf       *LocConf          // the server's config (the default server's until a request names one)
+	lcf           *LocConf          // the location's config, else srvConf
+	srvCcf        *httpcore.LocConf // the server's core config
+	ccf           *httpcore.LocConf // the location's core config, else srvCcf
+	ex            *exchange         // the upstream side, while proxying: &exStore or nil
+	lingerUntil   time.Time         // csDiscard, csLinger: the end of lingering_time
 
 	*request // nil while idle
 }
@@ -129,10 +132,10 @@ func (c *client) takeRequest() {
 	} else {
 		c.request = &request{}
 	}
-	dsc := c.defaultServerConf()
-	c.req.Limits = c.limits(dsc)
-	c.req.Names, c.req.NamesByHost = dsc.nameRules(), nil
-	if dsc.nameRulesVary {
+	dsc := c.defaultServerCore()
+	c.req.Limits = dsc.Limits()
+	c.req.Names, c.req.NamesByHost = dsc.NameRules(), nil
+	if dsc.NameRulesVary() {
 		c.req.NamesByHost = c
 	}
 }
@@ -174,19 +177,24 @@ func (c *client) defaultServerConf() *LocConf {
 	return &d
 }
 
-func (c *client) start() {
-	c.srvConf = c.defaultServerConf()
-	c.lcf = c.srvConf
-	c.conn.SetIdle(false)
-	c.conn.SetWriteTimeout(c.srvConf.ClientSendTimeout)
-	// client_header_timeout runs from the accept for the first request's head.
-	c.conn.SetTimeout(c.srvConf.ClientHeaderTimeout)
-	c.headTimer = true
+// defaultServerCore is defaultServerConf for the core's config.
+func (c *client) defaultServerCore() *httpcore.LocConf {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+		return httpcore.ServerConf(a.Default)
+	}
+	return httpcore.DefaultConf()
 }
 
-// limits are the head limits of large_client_header_buffers.
-func (c *client) limits(lc *LocConf) http1.Limits {
-	return http1.Limits{MaxLineSize: lc.LargeHeaderBufferSize, MaxHeadSize: lc.LargeHeaderBuffers * lc.LargeHeaderBufferSize, MaxHeaders: http1.MaxHeaderFields}
+func (c *client) start() {
+	c.srvConf = c.defaultServerConf()
+	c.srvCcf = c.defaultServerCore()
+	c.lcf = c.srvConf
+	c.ccf = c.srvCcf
+	c.conn.SetIdle(false)
+	c.conn.SetWriteTimeout(c.srvCcf.SendTimeout)
+	// client_header_timeout runs from the accept for the first request's head.
+	c.conn.SetTimeout(c.srvCcf.ClientHeaderTimeout)
+	c.headTimer = true
 }
 
 // keep appends data to the unserved input. Serving a request moves the start of the
@@ -201,7 +209,7 @@ func (c *client) keep(data []byte) {
 	n := len(c.in) + len(data)
 	buf := c.inBuf
 	if n > len(buf) {
-		buf = c.conn.Loop().Pool().Get(max(c.defaultServerConf().ClientHeaderBufferSize, n))
+		buf = c.conn.Loop().Pool().Get(max(c.defaultServerCore().ClientHeaderBufferSize, n))
 		buf = buf[:cap(buf)]
 	}
 	copy(buf[copy(buf, c.in):], data)
@@ -229,7 +237,7 @@ func (c *client) onData(data []byte) {
 		c.keep(data)
 		c.drive()
 	case csBody:
-		c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+		c.conn.SetTimeout(c.ccf.ClientBodyTimeout)
 		c.takeBody(data)
 		c.drive()
 	case csTunnel:
@@ -261,7 +269,7 @@ func (c *client) drive() {
 				// a time cannot hold the connection.
 				c.headTimer = true
 				c.conn.SetIdle(false)
-				c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+				c.conn.SetTimeout(c.defaultServerCore().ClientHeaderTimeout)
 			}
 			break
 		}
@@ -316,7 +324,9 @@ func (c *client) begin() {
 	c.body, c.buffering = bodyNone, false
 	c.srv, c.loc, c.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()
+	c.srvCcf = c.defaultServerCore()
 	c.lcf = c.srvConf
+	c.ccf = c.srvCcf
 	if a := c.snap.Routes.Addr(c.local); a != nil {
 		c.srv = a.Default
 	}
@@ -338,7 +348,10 @@ func (c *client) handle() {
 	if a := c.snap.Routes.Addr(c.local); a != nil {
 		c.srv = a.Server(r.Host())
 		c.srvConf = serverConf(c.srv)
+		c.srvCcf = httpcore.ServerConf(c.srv)
 		c.lcf = c.srvConf
+		c.ccf = c.srvCcf
+		c.ccf = c.srvCcf
 	}
 	c.keepAlive = r.KeepAlive() // and the location's keepalive_* (appendConnection)
 	if r.TargetForm() == http1.AsteriskForm || r.TargetForm() == http1.AuthorityForm {
@@ -368,18 +381,18 @@ func (c *client) handle() {
 // route finds the location for the current $uri and answers from it. It runs again
 // after an internal redirect (error_page).
 func (c *client) route() {
-	c.loc, c.prefix, c.lcf = nil, "", c.srvConf
+	c.loc, c.prefix, c.lcf, c.ccf = nil, "", c.srvConf, c.srvCcf
 	if c.srv != nil {
 		locs := c.snap.Routes.Locations(c.srv)
 		if l := locs.AutoRedirect(c.uriBuf); l != nil && locationConf(l).Pass != nil {
-			c.loc, c.lcf = l, locationConf(l)
+			c.loc, c.lcf, c.ccf = l, locationConf(l), httpcore.LocationConf(l)
 			if !c.refuseBodyLength() {
 				c.respondAutoRedirect()
 			}
 			return
 		}
 		if m := locs.Find(c.uriBuf); m.Location != nil {
-			c.loc, c.prefix, c.lcf = m.Location, m.Prefix, locationConf(m.Location)
+			c.loc, c.prefix, c.lcf, c.ccf = m.Location, m.Prefix, locationConf(m.Location), httpcore.LocationConf(m.Location)
 		}
 	}
 	if !c.refuseBodyLength() {
@@ -392,7 +405,7 @@ func (c *client) route() {
 // any of its handlers (return included; a server-level return ran before), and then
 // drops the body; once a request, not again after an error_page redirect.
 func (c *client) refuseBodyLength() bool {
-	max := c.lcf.ClientMaxBodySize
+	max := c.ccf.ClientMaxBodySize
 	if max == 0 || c.bodyFate != bodyOnWire || c.req.ContentLength() <= max {
 		return false
 	}
@@ -422,7 +435,7 @@ func (c *client) serveLocation() {
 			// come: its bytes must not be taken for a next request.
 			c.keepAlive = false
 		}
-		c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
+		c.conn.SetWriteTimeout(c.ccf.SendTimeout)
 		c.proxy()
 		return
 	}
@@ -505,7 +518,7 @@ func (c *client) takeBody(data []byte) {
 
 // bodyTooLarge checks client_max_body_size, which counts data bytes only.
 func (c *client) bodyTooLarge() bool {
-	max := c.lcf.ClientMaxBodySize
+	max := c.ccf.ClientMaxBodySize
 	return max > 0 && c.bodyTotal > max
 }
 
@@ -569,7 +582,7 @@ func (c *client) finish() {
 		c.releaseBodyBuf()
 		c.giveRequest()
 		c.conn.SetIdle(true)
-		c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
+		c.conn.SetTimeout(c.ccf.KeepaliveTimeout)
 	}
 	c.drive() // the next pipelined request unless the output is blocked, and reading
 }
@@ -595,7 +608,7 @@ func (c *client) closeAfterFlush() {
 	}
 	c.state = csClosed
 	c.release()
-	c.conn.SetTimeout(c.lcf.ClientSendTimeout) // bound the final flush
+	c.conn.SetTimeout(c.ccf.SendTimeout) // bound the final flush
 	c.conn.Close()
 }
 
@@ -645,7 +658,7 @@ func (c *client) onTimeout() {
 		if len(c.in) == 0 && c.requests > 0 && c.conn.Queued() > 0 {
 			// keepalive_timeout counts from the end of the last response, which is
 			// still being sent (the write timeout bounds that): wait on.
-			c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
+			c.conn.SetTimeout(c.ccf.KeepaliveTimeout)
 			return
 		}
 		switch {

@@ -2,11 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"strconv"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/proxy/http1"
-	"github.com/numaproxy/numaproxy/proxy/route"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/httpcore/route"
 )
 
 // appendUpstreamHead builds the request head sent upstream, nginx's rules: the
@@ -193,7 +194,7 @@ func isControl(c byte) bool { return c < 0x20 && c != '\t' || c == 0x7f }
 // the servers of the address differ (LocConf.nameRulesVary).
 func (c *client) NameRulesFor(host []byte) http1.NameRules {
 	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
-		return serverConf(a.Server(host)).nameRules()
+		return httpcore.ServerConf(a.Server(host)).NameRules()
 	}
 	return c.req.Names
 }

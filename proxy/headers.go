@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 // hiddenByDefault are the upstream response fields nginx does not pass unless

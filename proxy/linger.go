@@ -1,9 +1,10 @@
 package proxy
 
 import (
+	"github.com/numaproxy/numaproxy/httpcore"
 	"time"
 
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,7 +37,7 @@ func (c *client) discardBody() bool {
 	if r.Chunked() {
 		c.body = bodyChunked
 		c.chunks.Reset()
-		c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
+		c.chunks.MaxOverhead = c.ccf.LargeHeaderBuffers * c.ccf.LargeHeaderBufferSize
 	} else {
 		c.body = bodyLength
 		c.bodyLen = http1.NewLengthBody(r.ContentLength())
@@ -44,8 +45,8 @@ func (c *client) discardBody() bool {
 	pending := c.in[c.headLen:]
 	c.in = c.in[:c.headLen]
 	c.state = csDiscard
-	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
-	c.setLingerTimer(c.lcf.LingeringTimeout)
+	c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
+	c.setLingerTimer(c.ccf.LingeringTimeout)
 	c.paused = false
 	c.conn.ResumeRead() // also after a pause for the upstream's backpressure
 	if _, err := c.dropBody(pending); err != nil {
@@ -62,7 +63,7 @@ func (c *client) bufferedChunksValid() bool {
 	if !c.req.Chunked() {
 		return true
 	}
-	d := http1.ChunkedDecoder{MaxOverhead: c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize}
+	d := http1.ChunkedDecoder{MaxOverhead: c.ccf.LargeHeaderBuffers * c.ccf.LargeHeaderBufferSize}
 	for data := c.in[c.headLen:]; len(data) > 0 && !d.Done(); {
 		n, _, err := d.Decode(data)
 		if err != nil {
@@ -84,7 +85,7 @@ func (c *client) discardMore(data []byte) {
 		c.finish()
 	default:
 		if left := time.Until(c.lingerUntil); left > 0 {
-			c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
+			c.setLingerTimer(min(c.ccf.LingeringTimeout, left))
 		} else {
 			c.closeAfterFlush()
 		}
@@ -134,10 +135,10 @@ func (c *client) shouldLinger() bool {
 	if c.request == nil || c.state == csTunnel || c.status == 408 {
 		return false
 	}
-	switch c.lcf.LingeringClose {
-	case LingeringOff:
+	switch c.ccf.LingeringClose {
+	case httpcore.LingeringOff:
 		return false
-	case LingeringAlways:
+	case httpcore.LingeringAlways:
 		return true
 	}
 	if c.state == csBody || c.headLen > 0 && len(c.in) > c.headLen {
@@ -160,8 +161,8 @@ func (c *client) linger() {
 	c.paused = false
 	c.conn.ResumeRead()
 	c.conn.CloseWrite()
-	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
-	c.setLingerTimer(c.lcf.LingeringTimeout)
+	c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
+	c.setLingerTimer(c.ccf.LingeringTimeout)
 }
 
 // lingerRead: input arrived while lingering; it was dropped.
@@ -169,14 +170,14 @@ func (c *client) lingerRead() {
 	if c.conn.Queued() > 0 {
 		// lingering_time runs from the end of the answer, whose sending the write
 		// timeout bounds.
-		c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
+		c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
 	}
 	left := time.Until(c.lingerUntil)
 	if left <= 0 {
 		c.closeAfterFlush()
 		return
 	}
-	c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
+	c.setLingerTimer(min(c.ccf.LingeringTimeout, left))
 }
 
 // lingerTimedOut: no input for lingering_timeout (or lingering_time is over).

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/numaproxy/numaproxy/httpcore"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var testRegistry = conf.MustRegistry(upstream.Module, Module)
+var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
@@ -33,6 +34,8 @@ func mustConf(t testing.TB, src string) *conf.Config {
 }
 
 func lc(l *conf.Location) *LocConf { return l.Conf(Module).(*LocConf) }
+
+func cc(l *conf.Location) *httpcore.LocConf { return httpcore.LocationConf(l) }
 
 func headerNames(hs []HeaderSetting) string {
 	var out []string
@@ -84,15 +87,16 @@ func TestDefaultsAndOverrides(t *testing.T) {
 	}
 }`)
 	a, b := lc(cfg.HTTP.Servers[0].Locations[0]), lc(cfg.HTTP.Servers[0].Locations[1])
-	if a.ReadTimeout != 5*time.Second || a.ConnectTimeout != 60*time.Second || a.ClientMaxBodySize != 10<<20 ||
-		a.HTTPMinor != 1 || a.Buffering || a.KeepaliveTimeout != 30*time.Second || a.KeepaliveHeader != 25*time.Second {
-		t.Errorf("a = %+v", a)
+	ac, bc := cc(cfg.HTTP.Servers[0].Locations[0]), cc(cfg.HTTP.Servers[0].Locations[1])
+	if a.ReadTimeout != 5*time.Second || a.ConnectTimeout != 60*time.Second || ac.ClientMaxBodySize != 10<<20 ||
+		a.HTTPMinor != 1 || a.Buffering || ac.KeepaliveTimeout != 30*time.Second || ac.KeepaliveHeader != 25*time.Second {
+		t.Errorf("a = %+v %+v", a, ac)
 	}
 	if a.NextUpstream != NextError|NextHTTP502|NextNonIdempotent || b.NextUpstream != 0 {
 		t.Errorf("next upstream %b %b", a.NextUpstream, b.NextUpstream)
 	}
-	if !a.ServerTokens || b.ServerTokens || b.HTTPMinor != 0 || !b.Buffering || b.KeepaliveRequests != 1000 {
-		t.Errorf("b = %+v", b)
+	if !ac.ServerTokens || bc.ServerTokens || b.HTTPMinor != 0 || !b.Buffering || bc.KeepaliveRequests != 1000 {
+		t.Errorf("b = %+v %+v", b, bc)
 	}
 }
 
@@ -157,8 +161,8 @@ func TestReturnAndErrorPage(t *testing.T) {
 	if a.Return.Code != 200 || !a.Return.Text.Uses(VarRemoteAddr) {
 		t.Errorf("a return %+v", a.Return)
 	}
-	if len(a.ErrorPages) != 3 || a.ErrorPages[1].Code != 504 || a.ErrorPages[1].Status != 200 || a.ErrorPages[2].Target != "@named" || a.ErrorPages[2].Status != 0 {
-		t.Errorf("error pages %+v", a.ErrorPages)
+	if ep := cc(srv.Locations[0]).ErrorPages; len(ep) != 3 || ep[1].Code != 504 || ep[1].Status != 200 || ep[2].Target != "@named" || ep[2].Status != 0 {
+		t.Errorf("error pages %+v", ep)
 	}
 	if r := lc(srv.Locations[1]).Return; r.Code != 302 {
 		t.Errorf("URL-only return %+v", r)
@@ -213,40 +217,4 @@ func (namingVars) AppendVar(dst []byte, id VarID, param string) []byte {
 		return append(dst, "[proxy_add_x_forwarded_for]"...)
 	}
 	return append(dst, "[?]"...)
-}
-
-// TestLingeringDirectives: nginx's defaults (on, 30s, 5s), values set at any level
-// and inherited, and lingering_close's values (any case, as nginx's enums).
-func TestLingeringDirectives(t *testing.T) {
-	cfg := mustConf(t, `http {
-	lingering_time 10s;
-	server {
-		lingering_close ALWAYS;
-		location /inherit { }
-		location /own { lingering_close off; lingering_timeout 1s; }
-	}
-	server { location / { } }
-}`)
-	s1, s2 := cfg.HTTP.Servers[0], cfg.HTTP.Servers[1]
-	for _, tc := range []struct {
-		l       *conf.Location
-		close   LingeringClose
-		time    time.Duration
-		timeout time.Duration
-	}{
-		{s1.Locations[0], LingeringAlways, 10 * time.Second, 5 * time.Second},
-		{s1.Locations[1], LingeringOff, 10 * time.Second, time.Second},
-		{s2.Locations[0], LingeringOn, 10 * time.Second, 5 * time.Second},
-	} {
-		c := lc(tc.l)
-		if c.LingeringClose != tc.close || c.LingeringTime != tc.time || c.LingeringTimeout != tc.timeout {
-			t.Errorf("%s: %d %v %v, want %d %v %v", tc.l.Path, c.LingeringClose, c.LingeringTime, c.LingeringTimeout, tc.close, tc.time, tc.timeout)
-		}
-	}
-	if d := mustConf(t, "http { server { location / { } } }"); lc(d.HTTP.Servers[0].Locations[0]).LingeringTime != 30*time.Second {
-		t.Error("lingering_time's default is not 30s")
-	}
-	if _, err := loadConf(t, "http { lingering_close sometimes; }"); err == nil || !strings.Contains(err.Error(), `invalid value "sometimes" in "lingering_close" directive`) {
-		t.Errorf("bad lingering_close: %v", err)
-	}
 }

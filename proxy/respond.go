@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/numaproxy/numaproxy/httpcore"
 	"strconv"
 	"strings"
 	"time"
@@ -105,7 +106,7 @@ func (c *client) appendErrorPage(dst []byte, code int) []byte {
 }
 
 func (c *client) serverToken() string {
-	if c.lcf.ServerTokens {
+	if c.ccf.ServerTokens {
 		return "numaproxy/" + Version
 	}
 	return "numaproxy"
@@ -177,13 +178,13 @@ const maxURIChanges = 10
 // error pages and recursive_error_pages off, no later error gets one; and none does
 // once the internal redirects are used up.
 func (c *client) errorPage(code int) bool {
-	if c.errorPageDone || c.srv == nil || c.state == csClosed || c.redirects > maxURIChanges || len(c.lcf.ErrorPages) == 0 {
+	if c.errorPageDone || c.srv == nil || c.state == csClosed || c.redirects > maxURIChanges || len(c.ccf.ErrorPages) == 0 {
 		return false
 	}
-	if !c.lcf.RecursiveErrorPages {
+	if !c.ccf.RecursiveErrorPages {
 		c.errorPageDone = true
 	}
-	for _, ep := range c.lcf.ErrorPages {
+	for _, ep := range c.ccf.ErrorPages {
 		if ep.Code != code {
 			continue
 		}
@@ -231,7 +232,7 @@ func (c *client) internalRedirect(target string) {
 			c.serverError()
 			return
 		}
-		c.loc, c.prefix, c.lcf = loc, "", locationConf(loc)
+		c.loc, c.prefix, c.lcf, c.ccf = loc, "", locationConf(loc), httpcore.LocationConf(loc)
 		c.serveLocation()
 		return
 	}
@@ -315,7 +316,7 @@ func (c *client) respond(code int, contentType string, body, location []byte) {
 		c.bodySent = int64(len(body))
 	}
 	c.w.scratch = head[:0]
-	c.conn.SetWriteTimeout(c.lcf.ClientSendTimeout)
+	c.conn.SetWriteTimeout(c.ccf.SendTimeout)
 	c.conn.Write(head)
 	if c.state == csDiscard {
 		return // the request finishes once the body is dropped
@@ -329,12 +330,12 @@ func (c *client) isHEAD() bool { return string(c.req.Method()) == "HEAD" }
 // keepalive_timeout has a second value). As in nginx, keepalive_timeout and
 // keepalive_requests are the location's.
 func (c *client) appendConnection(head []byte) []byte {
-	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() {
+	if !c.keepAlive || c.ccf.KeepaliveTimeout <= 0 || c.requests >= c.ccf.KeepaliveRequests || c.w.loop.Draining() {
 		c.keepAlive = false
 		return append(head, "Connection: close\r\n"...)
 	}
 	head = append(head, "Connection: keep-alive\r\n"...)
-	if kh := c.lcf.KeepaliveHeader; kh > 0 {
+	if kh := c.ccf.KeepaliveHeader; kh > 0 {
 		head = append(head, "Keep-Alive: timeout="...)
 		head = strconv.AppendInt(head, int64(kh/time.Second), 10)
 		head = append(head, "\r\n"...)
@@ -386,14 +387,4 @@ func (c *client) appendAbsolute(h, location []byte) []byte {
 		h = strconv.AppendUint(h, uint64(p), 10)
 	}
 	return h
-}
-
-// hasErrorPage reports an error_page for code.
-func (lc *LocConf) hasErrorPage(code int) bool {
-	for i := range lc.ErrorPages {
-		if lc.ErrorPages[i].Code == code {
-			return true
-		}
-	}
-	return false
 }

@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/proxy/route"
+	"github.com/numaproxy/numaproxy/httpcore/route"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 

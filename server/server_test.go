@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/numa"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
@@ -21,7 +22,7 @@ import (
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var registry = conf.MustRegistry(domains.Module, upstream.Module, proxy.Module)
+var registry = conf.MustRegistry(domains.Module, upstream.Module, httpcore.Module, proxy.Module)
 
 // inVM is set by the two-node QEMU harness (integration/vm): the real topology then
 // has node 0 = CPUs 0-1 and node 1 = CPUs 2-3.
