@@ -22,6 +22,7 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
+	Ctx:        &Hooks{Variables: coreVariables},
 }
 
 const (
@@ -112,6 +113,13 @@ type LocConf struct {
 	ClientBodyTemp       *TempPath // never nil once the config is checked
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
+
+	// handler is the location's content handler, set by the module whose directive
+	// the location carries (nginx's clcf->handler); not inherited.
+	handler Handler
+	// autoRedirect: a request for the location's path without its final "/" gets a
+	// 301 to it (nginx's clcf->auto_redirect, set by proxy_pass); not inherited.
+	autoRedirect bool
 
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
@@ -274,6 +282,23 @@ func (lc *LocConf) Limits() http1.Limits {
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
+
+// SetContentHandler makes h the content handler of the location being configured,
+// as nginx's proxy_pass sets clcf->handler: the module whose directive the location
+// carries calls it from that directive's Set function. autoRedirect asks for nginx's
+// 301 from "/dir" to a location "/dir/". A location has one content handler: a second
+// directive that sets one is an error.
+func SetContentHandler(c *conf.Cursor, s *conf.Stmt, h Handler, autoRedirect bool) error {
+	lc := c.HTTPConfOf(Module).(*LocConf)
+	if lc.handler != nil {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	lc.handler, lc.autoRedirect = h, autoRedirect
+	return nil
+}
+
+// HasContentHandler reports a location with a content handler.
+func (lc *LocConf) HasContentHandler() bool { return lc.handler != nil }
 
 // setValue stores the directive's one argument, read by parse, in a field.
 func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {

@@ -3,11 +3,12 @@ package proxy
 import (
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -19,12 +20,21 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
+	Ctx:        &httpcore.Hooks{Variables: variables, Init: initModule, NewLoop: newLoop, Key: key},
 }
+
+// self is Module, for the code that runs requests (Module's own initialiser cannot
+// name it).
+var self *conf.Module
+
+func init() { self = Module }
+
+// key is the module's slot for its loop state, snapshot state and request contexts.
+var key = httpcore.NewKey()
 
 const (
 	hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 	hs  = conf.HTTPCtx | conf.ServerCtx
-	sl  = conf.ServerCtx | conf.LocationCtx
 )
 
 func directives() []conf.Directive {
@@ -68,12 +78,6 @@ func directives() []conf.Directive {
 		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
 			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
 			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
-		{Name: "return", Contexts: sl, Args: conf.Args1 | conf.Args2, Set: setReturn,
-			Syntax: "return code [text] | code URL | URL;",
-			Doc:    "Answers at once: a status with a body text, a redirect (301 302 303 307 308) to a URL, or 302 to a URL alone. Variables allowed."},
-		{Name: "add_header", Contexts: hsl, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
-			Syntax: "add_header name value [always];",
-			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
 		{Name: "proxy_intercept_errors", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.InterceptErrors }, bitInterceptErrors),
 			Syntax: "proxy_intercept_errors on | off;", Default: "off",
 			Doc: "An upstream response with a status of 300 or more that the location's error_page names is replaced by that error page (a 401 keeps the upstream's WWW-Authenticate)."},
@@ -129,12 +133,9 @@ type LocConf struct {
 	Redirects       []Redirect // nil with proxy_redirect off
 	redirectDefault bool
 
-	Return     *Return
-	AddHeaders []AddHeader
-
 	InterceptErrors    bool
-	BufferSize         int       // proxy_buffer_size: the largest upstream response head
-	Method             *Template // proxy_method; nil: the client's
+	BufferSize         int                // proxy_buffer_size: the largest upstream response head
+	Method             *httpcore.Template // proxy_method; nil: the client's
 	PassRequestBody    bool
 	PassRequestHeaders bool
 	Bind               *Bind // proxy_bind; nil: off
@@ -162,8 +163,6 @@ const (
 	bitNextTimeout
 	bitBuffering
 	bitRedirect
-	bitReturn
-	bitAddHeaders
 	bitInterceptErrors
 	bitBufferSize
 	bitMethod
@@ -194,20 +193,7 @@ type PassTarget struct {
 // HeaderSetting is one proxy_set_header.
 type HeaderSetting struct {
 	Name  string // as written
-	Value *Template
-}
-
-// AddHeader is one add_header.
-type AddHeader struct {
-	Name   string
-	Value  *Template
-	Always bool
-}
-
-// Return is a return directive.
-type Return struct {
-	Code int
-	Text *Template // body text, or the redirect URL for 301/302/303/307/308; nil for none
+	Value *httpcore.Template
 }
 
 // Redirect is one proxy_redirect pair.
@@ -264,8 +250,8 @@ func (n NextUpstream) ForStatus(code int) NextUpstream {
 func defaults() LocConf {
 	return LocConf{
 		SetHeaders: []HeaderSetting{
-			{Name: "Host", Value: mustTemplate("$proxy_host")},
-			{Name: "Connection", Value: mustTemplate("close")},
+			{Name: "Host", Value: ownVariables.MustCompile("$proxy_host")},
+			{Name: "Connection", Value: ownVariables.MustCompile("close")},
 		},
 		HideHeaders:        nil,
 		ConnectTimeout:     60 * time.Second,
@@ -323,7 +309,6 @@ var inheritedFields = []struct {
 	{bitNextTimeout, func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
 	{bitBuffering, func(c, p *LocConf) { c.Buffering = p.Buffering }},
 	{bitRedirect, func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
-	{bitAddHeaders, func(c, p *LocConf) { c.AddHeaders = p.AddHeaders }},
 	{bitInterceptErrors, func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
 	{bitBufferSize, func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
 	{bitMethod, func(c, p *LocConf) { c.Method = p.Method }},
@@ -439,6 +424,9 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 			return s.Errorf("\"proxy_pass\" cannot have URI part in named location")
 		}
 	}
+	if err := httpcore.SetContentHandler(c, s, lc.content, true); err != nil {
+		return err
+	}
 	lc.Pass = t
 	lc.set |= bitPass
 	return nil
@@ -452,10 +440,10 @@ func setProxySetHeader(c *conf.Cursor, s *conf.Stmt) error {
 		lc.SetHeaders = append([]HeaderSetting(nil), defaults().SetHeaders...)
 		lc.set |= bitSetHeaders
 	}
-	if !isToken(s.Args[0].Value) {
+	if !http1.IsToken(s.Args[0].Value) {
 		return s.InvalidValue(s.Args[0], "not a header field name")
 	}
-	t, err := CompileTemplate(s.Args[1].Value)
+	t, err := httpcore.CompileTemplate(c, s.Args[1].Value)
 	if err != nil {
 		return s.InvalidValue(s.Args[1], err.Error())
 	}
@@ -526,73 +514,6 @@ func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
 	}
 	lc.Redirects = append(lc.Redirects, Redirect{From: s.Args[0].Value, To: s.Args[1].Value})
 	return nil
-}
-
-func setReturn(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	r := &Return{}
-	first := s.Args[0].Value
-	code, err := strconv.Atoi(first)
-	switch {
-	case err != nil && len(s.Args) == 1 && (strings.HasPrefix(first, "http://") || strings.HasPrefix(first, "https://") || strings.HasPrefix(first, "$scheme")):
-		r.Code = 302
-		if r.Text, err = CompileTemplate(first); err != nil {
-			return s.InvalidValue(s.Args[0], err.Error())
-		}
-	case err != nil || code < 100 || code > 999:
-		return s.InvalidValue(s.Args[0], "invalid return code")
-	default:
-		r.Code = code
-		if len(s.Args) == 2 {
-			if r.Text, err = CompileTemplate(s.Args[1].Value); err != nil {
-				return s.InvalidValue(s.Args[1], err.Error())
-			}
-		}
-	}
-	lc.Return = r
-	lc.set |= bitReturn
-	return nil
-}
-
-func setAddHeader(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	if lc.set&bitAddHeaders == 0 {
-		lc.AddHeaders = nil
-		lc.set |= bitAddHeaders
-	}
-	if !isToken(s.Args[0].Value) {
-		return s.InvalidValue(s.Args[0], "not a header field name")
-	}
-	t, err := CompileTemplate(s.Args[1].Value)
-	if err != nil {
-		return s.InvalidValue(s.Args[1], err.Error())
-	}
-	h := AddHeader{Name: s.Args[0].Value, Value: t}
-	if len(s.Args) == 3 {
-		if s.Args[2].Value != "always" {
-			return s.InvalidValue(s.Args[2], `it must be "always"`)
-		}
-		h.Always = true
-	}
-	lc.AddHeaders = append(lc.AddHeaders, h)
-	return nil
-}
-
-// isToken reports an RFC 9110 token (a valid header field name).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenChar(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // check resolves every proxy_pass target once the whole file is read, when every

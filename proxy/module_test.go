@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"github.com/numaproxy/numaproxy/httpcore"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,10 +8,13 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/headers"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, Module)
+var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, rewrite.Module, Module, headers.Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
@@ -154,67 +156,20 @@ func TestReturnAndErrorPage(t *testing.T) {
 	location /c { return 204; }
 } }`)
 	srv := cfg.HTTP.Servers[0]
-	if r := srv.Conf(Module).(*LocConf).Return; r.Code != 301 || r.Text.String() != "https://$host$request_uri" {
+	ret := func(c any) *rewrite.Return { return c.(*rewrite.LocConf).Return }
+	if r := ret(srv.Conf(rewrite.Module)); r.Code != 301 || r.Text.String() != "https://$host$request_uri" {
 		t.Errorf("server return %+v", r)
 	}
-	a := lc(srv.Locations[0])
-	if a.Return.Code != 200 || !a.Return.Text.Uses(VarRemoteAddr) {
-		t.Errorf("a return %+v", a.Return)
+	if r := ret(srv.Locations[0].Conf(rewrite.Module)); r.Code != 200 || !r.Text.Uses("remote_addr") {
+		t.Errorf("a return %+v", r)
 	}
 	if ep := cc(srv.Locations[0]).ErrorPages; len(ep) != 3 || ep[1].Code != 504 || ep[1].Status != 200 || ep[2].Target != "@named" || ep[2].Status != 0 {
 		t.Errorf("error pages %+v", ep)
 	}
-	if r := lc(srv.Locations[1]).Return; r.Code != 302 {
+	if r := ret(srv.Locations[1].Conf(rewrite.Module)); r.Code != 302 {
 		t.Errorf("URL-only return %+v", r)
 	}
-	if r := lc(srv.Locations[2]).Return; r.Code != 204 || r.Text != nil {
+	if r := ret(srv.Locations[2].Conf(rewrite.Module)); r.Code != 204 || r.Text != nil {
 		t.Errorf("code-only return %+v", r)
 	}
-}
-
-func TestTemplatesWithNamingVars(t *testing.T) {
-	tests := map[string]string{
-		"plain":                      "plain",
-		"$host":                      "[host]",
-		"${host}name":                "[host]name",
-		"a$host-b":                   "a[host]-b",
-		"$http_user_agent":           "[http:user-agent]",
-		"$arg_Page":                  "[arg:Page]",
-		"cost: $ 5":                  "cost: $ 5",
-		"end$":                       "end$",
-		"$proxy_add_x_forwarded_for": "[proxy_add_x_forwarded_for]",
-	}
-	for in, want := range tests {
-		tmpl, err := CompileTemplate(in)
-		if err != nil {
-			t.Errorf("%q: %v", in, err)
-			continue
-		}
-		if got := string(tmpl.Append(nil, namingVars{})); got != want {
-			t.Errorf("%q = %q, want %q", in, got, want)
-		}
-	}
-	for _, bad := range []string{"$nosuch", "${host", "$1"} {
-		if _, err := CompileTemplate(bad); err == nil {
-			t.Errorf("%q compiled", bad)
-		}
-	}
-}
-
-// namingVars names each variable it is asked for; it tests the template machinery
-// alone (the real evaluation is tested through requests in the integration tests).
-type namingVars struct{}
-
-func (namingVars) AppendVar(dst []byte, id VarID, param string) []byte {
-	switch id {
-	case VarHost:
-		return append(dst, "[host]"...)
-	case VarHTTP:
-		return append(dst, "[http:"+param+"]"...)
-	case VarArg:
-		return append(dst, "[arg:"+param+"]"...)
-	case VarProxyAddXForwardedFor:
-		return append(dst, "[proxy_add_x_forwarded_for]"...)
-	}
-	return append(dst, "[?]"...)
 }

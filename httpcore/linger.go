@@ -1,11 +1,11 @@
-package proxy
+package httpcore
 
 import (
-	"github.com/numaproxy/numaproxy/httpcore"
 	"time"
 
-	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 // Answers the client must be able to read although it is still sending. Closing a
@@ -19,7 +19,7 @@ import (
 
 // bodyUnread reports a request body announced in a parsed head and not (wholly)
 // read: still on the wire, or cut short while it was read.
-func (c *client) bodyUnread() bool {
+func (c *conn) bodyUnread() bool {
 	if c.state == csBody {
 		return true
 	}
@@ -31,22 +31,22 @@ func (c *client) bodyUnread() bool {
 // request can finish); else csDiscard: the connection reads on and the request
 // finishes when the body ends. It reports false for invalid chunked framing (the
 // state is csWait, nothing more is dropped).
-func (c *client) discardBody() bool {
+func (c *conn) discardBody() bool {
 	r := &c.req
 	c.bodyFate = bodyTaken
 	if r.Chunked() {
-		c.body = bodyChunked
+		c.body = BodyChunked
 		c.chunks.Reset()
-		c.chunks.MaxOverhead = c.ccf.LargeHeaderBuffers * c.ccf.LargeHeaderBufferSize
+		c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
 	} else {
-		c.body = bodyLength
+		c.body = BodyLength
 		c.bodyLen = http1.NewLengthBody(r.ContentLength())
 	}
 	pending := c.in[c.headLen:]
 	c.in = c.in[:c.headLen]
 	c.state = csDiscard
-	c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
-	c.setLingerTimer(c.ccf.LingeringTimeout)
+	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
+	c.setLingerTimer(c.lcf.LingeringTimeout)
 	c.paused = false
 	c.conn.ResumeRead() // also after a pause for the upstream's backpressure
 	if _, err := c.dropBody(pending); err != nil {
@@ -59,11 +59,11 @@ func (c *client) discardBody() bool {
 
 // bufferedChunksValid reports whether the part of a chunked body that came with the
 // head is valid framing so far (a body with a length always is).
-func (c *client) bufferedChunksValid() bool {
+func (c *conn) bufferedChunksValid() bool {
 	if !c.req.Chunked() {
 		return true
 	}
-	d := http1.ChunkedDecoder{MaxOverhead: c.ccf.LargeHeaderBuffers * c.ccf.LargeHeaderBufferSize}
+	d := http1.ChunkedDecoder{MaxOverhead: c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize}
 	for data := c.in[c.headLen:]; len(data) > 0 && !d.Done(); {
 		n, _, err := d.Decode(data)
 		if err != nil {
@@ -76,7 +76,7 @@ func (c *client) bufferedChunksValid() bool {
 
 // discardMore drops body bytes that arrived in csDiscard. nginx gives up (closes)
 // when the body stops coming for lingering_timeout or is not over by lingering_time.
-func (c *client) discardMore(data []byte) {
+func (c *conn) discardMore(data []byte) {
 	done, err := c.dropBody(data)
 	switch {
 	case err != nil:
@@ -85,7 +85,7 @@ func (c *client) discardMore(data []byte) {
 		c.finish()
 	default:
 		if left := time.Until(c.lingerUntil); left > 0 {
-			c.setLingerTimer(min(c.ccf.LingeringTimeout, left))
+			c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
 		} else {
 			c.closeAfterFlush()
 		}
@@ -94,14 +94,14 @@ func (c *client) discardMore(data []byte) {
 
 // dropBody drops data up to the end of the body; what follows is the next request's
 // and is kept. It reports whether the body ended, or invalid chunked framing.
-func (c *client) dropBody(data []byte) (bool, error) {
+func (c *conn) dropBody(data []byte) (bool, error) {
 	done := false
 	for len(data) > 0 && !done {
 		switch c.body {
-		case bodyLength:
+		case BodyLength:
 			data = data[len(c.bodyLen.Take(data)):]
 			done = c.bodyLen.Done()
-		case bodyChunked:
+		case BodyChunked:
 			n, _, err := c.chunks.Decode(data)
 			if err != nil {
 				return false, err
@@ -123,7 +123,7 @@ func (c *client) dropBody(data []byte) (bool, error) {
 }
 
 // setLingerTimer arms the read timer for d; 0 means at once, as for nginx.
-func (c *client) setLingerTimer(d time.Duration) {
+func (c *conn) setLingerTimer(d time.Duration) {
 	c.conn.SetTimeout(max(d, time.Nanosecond))
 }
 
@@ -131,14 +131,14 @@ func (c *client) setLingerTimer(d time.Duration) {
 // lingering_close on, when input may still come (a body not read or dropped whole,
 // pipelined bytes, bytes waiting in the socket); always, after any request; never with
 // off. A connection that timed out (408) closes at once.
-func (c *client) shouldLinger() bool {
-	if c.request == nil || c.state == csTunnel || c.status == 408 {
+func (c *conn) shouldLinger() bool {
+	if c.Request == nil || c.state == csTunnel || c.status == 408 {
 		return false
 	}
-	switch c.ccf.LingeringClose {
-	case httpcore.LingeringOff:
+	switch c.lcf.LingeringClose {
+	case LingeringOff:
 		return false
-	case httpcore.LingeringAlways:
+	case LingeringAlways:
 		return true
 	}
 	if c.state == csBody || c.headLen > 0 && len(c.in) > c.headLen {
@@ -155,33 +155,33 @@ func (c *client) shouldLinger() bool {
 
 // linger closes the way nginx's lingering close does: sending is shut down once the
 // answer is out, and input read and dropped until the client ends.
-func (c *client) linger() {
+func (c *conn) linger() {
 	c.state = csLinger
 	c.release()
 	c.paused = false
 	c.conn.ResumeRead()
 	c.conn.CloseWrite()
-	c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
-	c.setLingerTimer(c.ccf.LingeringTimeout)
+	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
+	c.setLingerTimer(c.lcf.LingeringTimeout)
 }
 
 // lingerRead: input arrived while lingering; it was dropped.
-func (c *client) lingerRead() {
+func (c *conn) lingerRead() {
 	if c.conn.Queued() > 0 {
 		// lingering_time runs from the end of the answer, whose sending the write
 		// timeout bounds.
-		c.lingerUntil = time.Now().Add(c.ccf.LingeringTime)
+		c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
 	}
 	left := time.Until(c.lingerUntil)
 	if left <= 0 {
 		c.closeAfterFlush()
 		return
 	}
-	c.setLingerTimer(min(c.ccf.LingeringTimeout, left))
+	c.setLingerTimer(min(c.lcf.LingeringTimeout, left))
 }
 
 // lingerTimedOut: no input for lingering_timeout (or lingering_time is over).
-func (c *client) lingerTimedOut() {
+func (c *conn) lingerTimedOut() {
 	if c.conn.Queued() > 0 {
 		c.lingerRead() // still sending the answer: lingering has not begun
 		return
