@@ -53,7 +53,7 @@ type conn struct {
 	headLen  int
 	requests int  // requests started on this connection
 	driving  bool // inside drive: finishing a request must not recurse into the next
-	paused   bool // reading paused by us (gateRead) rather than by the upstream's backpressure
+	paused   bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
 	// headTimer: client_header_timeout is running for the head being read.
 	headTimer bool
 	// outBlocked: output is above the high watermark (OnWriteBlocked until
@@ -380,12 +380,12 @@ func (c *conn) release() {
 		}
 		c.abortPending() // it may live in the request state given back below
 	}
+	c.logRequest() // before the input goes: $request lies in it
 	pool := c.conn.Loop().Pool()
 	c.releaseIn()
 	if c.Request == nil {
 		return
 	}
-	c.logRequest()
 	if c.uriBuf != nil {
 		pool.Put(c.uriBuf[:cap(c.uriBuf)])
 		c.uriBuf = nil

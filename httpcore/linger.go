@@ -48,7 +48,7 @@ func (c *conn) discardBody() bool {
 	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
 	c.setLingerTimer(c.lcf.LingeringTimeout)
 	c.paused = false
-	c.conn.ResumeRead() // also after a pause for the upstream's backpressure
+	c.conn.ResumeRead() // also after a pause for a pending's backpressure (PauseBody)
 	if _, err := c.dropBody(pending); err != nil {
 		c.state = csWait
 		c.conn.SetTimeout(0)

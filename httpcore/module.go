@@ -272,10 +272,6 @@ func (lc *LocConf) NameRules() http1.NameRules {
 	return http1.NameRules{IgnoreInvalid: lc.IgnoreInvalidHeaders, AllowUnderscores: lc.UnderscoresInHeaders}
 }
 
-// NameRulesVary reports whether, on some address of this server, servers drop
-// different field names (so the rules follow Host while a head is read).
-func (lc *LocConf) NameRulesVary() bool { return lc.nameRulesVary }
-
 // Limits are the head limits of large_client_header_buffers.
 func (lc *LocConf) Limits() http1.Limits {
 	return http1.Limits{MaxLineSize: lc.LargeHeaderBufferSize, MaxHeadSize: lc.LargeHeaderBuffers * lc.LargeHeaderBufferSize, MaxHeaders: http1.MaxHeaderFields}
@@ -296,9 +292,6 @@ func SetContentHandler(c *conf.Cursor, s *conf.Stmt, h Handler, autoRedirect boo
 	lc.handler, lc.autoRedirect = h, autoRedirect
 	return nil
 }
-
-// HasContentHandler reports a location with a content handler.
-func (lc *LocConf) HasContentHandler() bool { return lc.handler != nil }
 
 // setValue stores the directive's one argument, read by parse, in a field.
 func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {

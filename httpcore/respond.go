@@ -52,12 +52,12 @@ func wireStatus(code int) int {
 	return code
 }
 
-// isRedirect is the codes return treats as "code URL".
+// isRedirect reports a redirect status (one a Location goes with).
 func isRedirect(code int) bool {
 	return code == 301 || code == 302 || code == 303 || code == 307 || code == 308
 }
 
-// respondStatus answers with the proxy's own page for code, or the error_page the
+// respondStatus answers with the built-in page for code, or the error_page the
 // location maps it to.
 func (c *conn) respondStatus(code int) {
 	if statusCloses(code) {

@@ -147,29 +147,3 @@ func TestModuleErrors(t *testing.T) {
 		}
 	}
 }
-
-func TestReturnAndErrorPage(t *testing.T) {
-	cfg := mustConf(t, `http { server {
-	return 301 https://$host$request_uri;
-	location /a { return 200 "hello $remote_addr"; error_page 502 504 =200 /fallback; error_page 404 @named; }
-	location /b { return https://example.com/; }
-	location /c { return 204; }
-} }`)
-	srv := cfg.HTTP.Servers[0]
-	ret := func(c any) *rewrite.Return { return c.(*rewrite.LocConf).Return }
-	if r := ret(srv.Conf(rewrite.Module)); r.Code != 301 || r.Text.String() != "https://$host$request_uri" {
-		t.Errorf("server return %+v", r)
-	}
-	if r := ret(srv.Locations[0].Conf(rewrite.Module)); r.Code != 200 || !r.Text.Uses("remote_addr") {
-		t.Errorf("a return %+v", r)
-	}
-	if ep := cc(srv.Locations[0]).ErrorPages; len(ep) != 3 || ep[1].Code != 504 || ep[1].Status != 200 || ep[2].Target != "@named" || ep[2].Status != 0 {
-		t.Errorf("error pages %+v", ep)
-	}
-	if r := ret(srv.Locations[1].Conf(rewrite.Module)); r.Code != 302 {
-		t.Errorf("URL-only return %+v", r)
-	}
-	if r := ret(srv.Locations[2].Conf(rewrite.Module)); r.Code != 204 || r.Text != nil {
-		t.Errorf("code-only return %+v", r)
-	}
-}
