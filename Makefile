@@ -35,11 +35,11 @@ lint:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=$(FUZZTIME) ./conf/
-	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./proxy/route/
-	$(GO) test -run='^$$' -fuzz=FuzzUpstreamAgrees -fuzztime=$(FUZZTIME) ./proxy/route/
-	$(GO) test -run='^$$' -fuzz=FuzzRequestHead -fuzztime=$(FUZZTIME) ./proxy/http1/
-	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./proxy/http1/
-	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./proxy/http1/
+	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./httpcore/route/
+	$(GO) test -run='^$$' -fuzz=FuzzUpstreamAgrees -fuzztime=$(FUZZTIME) ./httpcore/route/
+	$(GO) test -run='^$$' -fuzz=FuzzRequestHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
+	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
+	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./httpcore/http1/
 
 # Regenerates the README's directive reference from the registry.
 docs:

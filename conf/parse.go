@@ -60,6 +60,10 @@ type Cursor struct {
 // server or location), created by its Module.NewHTTP.
 func (c *Cursor) HTTPConf() any { return c.confs[c.module] }
 
+// HTTPConfOf returns module m's config at this http level: a directive of one module
+// may set another's, as nginx's proxy_pass sets the core's content handler.
+func (c *Cursor) HTTPConfOf(m *Module) any { return c.confs[m] }
+
 // MainConf returns the calling directive's module config for the whole snapshot.
 func (c *Cursor) MainConf() any { return c.p.cfg.mains[c.module] }
 

@@ -105,6 +105,11 @@ type Module struct {
 	// own Module so it can reach its configs without naming its package's variable,
 	// which Go would call an initialisation cycle.
 	Check func(cfg *Config, self *Module) error
+
+	// Ctx is what the layer that runs the module needs of it besides directives and
+	// configs, as ngx_module_t's ctx: for an HTTP module, its *httpcore.Hooks
+	// (variables, phase handlers, filters). conf does not look at it.
+	Ctx any
 }
 
 // Registry is the set of modules a binary is built with. Build it once with

@@ -12,7 +12,8 @@ import (
 
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -29,18 +30,20 @@ const (
 
 // Constant output, hoisted so that passing it to Conn methods does not allocate.
 var (
-	continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
-	crlf        = []byte("\r\n")
-	lastChunk   = []byte("0\r\n\r\n")
+	crlf      = []byte("\r\n")
+	lastChunk = []byte("0\r\n\r\n")
 )
 
 // maxReplay bounds the request body kept to resend it to the next server.
 const maxReplay = 64 << 10
 
-// exchange is one request's trip upstream, with its retries.
+// exchange is one request's trip upstream, with its retries: the proxy's content
+// handler's state for a request, and the request's Pending while it runs. It lives
+// in the request's context slot and is reused by the requests the state serves.
 type exchange struct {
-	c     *client
-	w     *Worker
+	r     *httpcore.Request
+	lc    *LocConf // the location's proxy config
+	st    *loopState
 	g     *upstream.Group
 	bal   *upstream.Balancer
 	state exState
@@ -53,33 +56,31 @@ type exchange struct {
 	tries     int
 	firstTry  time.Time
 	tryStart  time.Time
-	head      []byte   // pooled: the request head, kept for a retry
-	replay    []byte   // pooled: the body sent so far (or a body read whole), kept for a retry
-	noReplay  bool     // the body outgrew maxReplay: no retry once it started
-	file      bodyFile // a body read whole into a temp file, sent from it on each try
-	fileSent  int64    // bytes of file sent on the current connection
-	bodySent  bool     // body bytes went to the current connection
-	reqDone   bool     // the whole request has been read from the client
-	upgrade   bool     // the request asks for an upgrade and the head carries Upgrade
-	connClose bool     // the head asks the upstream to close after the response
+	head      []byte            // pooled: the request head, kept for a retry
+	replay    []byte            // pooled: the body sent so far (or a body read whole), kept for a retry
+	noReplay  bool              // the body outgrew maxReplay: no retry once it started
+	file      httpcore.BodyFile // a body read whole into a temp file, sent from it on each try
+	fileSent  int64             // bytes of file sent on the current connection
+	bodySent  bool              // body bytes went to the current connection
+	reqDone   bool              // the whole request has been read from the client
+	upgrade   bool              // the request asks for an upgrade and the head carries Upgrade
+	connClose bool              // the head asks the upstream to close after the response
 	// bodyWithheld: proxy_pass_request_body off kept a body from the upstream, which
 	// may still wait for the length it was told: its connection is not reused.
 	bodyWithheld bool
 
-	resp      http1.Response
-	rbuf      []byte // pooled: the response head as it arrives
-	framing   http1.BodyFraming
-	rlen      http1.LengthBody
-	rchunks   http1.ChunkedDecoder
-	toChunked bool // the client gets the body re-encoded as chunked
-	rawChunks bool // the client gets the upstream's chunked framing as it is
-	gotBytes  bool // any response byte arrived on the current connection
+	resp     http1.Response
+	rbuf     []byte // pooled: the response head as it arrives
+	framing  http1.BodyFraming
+	rlen     http1.LengthBody
+	rchunks  http1.ChunkedDecoder
+	gotBytes bool // any response byte arrived on the current connection
 
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
 
-	chunkIov [4][]byte // Writev scratch: the pending head and a (re-chunked) body piece
-	head2    []byte    // the response head, held to go out in one writev with the first body bytes
+	buffered    bool // the request body is read whole before the exchange starts
+	chunkedBody bool // the request body is streamed chunked, framed afresh
 
 	// A chunked request body streamed upstream is framed afresh: data pieces of one
 	// client read gather into one chunk of our own (bodyIov[1:1+pieces]).
@@ -91,7 +92,7 @@ type exchange struct {
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
 // the exchange or, for cached idle connections, to the cache.
-type backendHandler struct{ w *Worker }
+type backendHandler struct{}
 
 // exchangeOf returns the exchange c serves, or nil (after closing c) when c is a
 // stale connection of an exchange that moved on: exchanges are reused.
@@ -128,10 +129,8 @@ func (b *backendHandler) OnData(c eventloop.Conn, data []byte) {
 
 func (b *backendHandler) OnWriteBlocked(c eventloop.Conn) {
 	if ex := exchangeOf(c); ex != nil {
-		c.SetTimeout(ex.c.lcf.SendTimeout)
-		if ex.c.state == csBody || ex.c.state == csTunnel {
-			ex.c.conn.PauseRead() // the upstream is slower than the client's upload
-		}
+		c.SetTimeout(ex.lc.SendTimeout)
+		ex.r.PauseBody() // the upstream is slower than the client's upload
 	}
 }
 
@@ -141,9 +140,7 @@ func (b *backendHandler) OnWritable(c eventloop.Conn) {
 		if !ex.sendFile() {
 			return
 		}
-		if (ex.c.state == csBody || ex.c.state == csTunnel) && !ex.c.paused {
-			ex.c.conn.ResumeRead()
-		}
+		ex.r.ResumeBody()
 	}
 }
 
@@ -169,194 +166,32 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 	}
 }
 
-// proxy sends the current request to the location's proxy_pass.
-func (c *client) proxy() {
-	if c.internalGET {
-		c.body = bodyNone
-	} else {
-		c.bodyFraming()
-	}
-	if c.body != bodyNone && c.req.ExpectContinue() && c.req.ProtoMinor() == 1 {
-		c.conn.Write(continue100)
-	}
-	if c.body == bodyChunked && (c.lcf.HTTPMinor == 0 || !c.lcf.PassRequestBody) {
-		// An HTTP/1.0 server takes no chunked body: as nginx does (it buffers request
-		// bodies), read the whole body first, in memory up to client_body_buffer_size
-		// and in a temp file beyond, then send it with its length. A body not passed
-		// on is read whole to count it: nginx sends its length all the same.
-		c.buffering = true
-		c.readBody()
-		return
-	}
-	if !c.startExchange() {
-		return
-	}
-	if c.body == bodyNone {
-		c.state = csWait
-		c.ex.requestSent()
-		return
-	}
-	c.readBody()
-}
-
-// readBody starts reading the request body, beginning with what came with the head.
-func (c *client) readBody() {
-	c.state = csBody
-	c.bodyFate = bodyTaken
-	// Chunk extensions and trailers are not passed on, but they are read: bound them
-	// as the head is bounded (nginx skips any amount).
-	c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
-	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
-	pending := c.in[c.headLen:]
-	c.in = c.in[:c.headLen]
-	c.takeBody(pending)
-}
-
-// startExchange builds the upstream request head and connects; false when it
-// answered the client with an error.
-func (c *client) startExchange() bool {
-	g := c.lcf.Pass.Group
-	// The exchange lives in the client, reused request after request: its upstream
-	// connections never keep it as their context once it ends (see the guards in
-	// backendHandler).
-	ex := &c.exStore
-	*ex = exchange{c: c, w: c.w, g: g, bal: c.w.balancer(g), firstTry: time.Now(), chunkIov: ex.chunkIov}
-	ex.resp.HeadRequest = c.isHEAD()
-	pool := c.conn.Loop().Pool()
-	head, ok := ex.appendUpstreamHead(pool.Get(len(c.in) + 1024)[:0])
-	ex.head = head
-	if !ok {
-		ex.end()
-		c.failRequest(500) // as nginx when it cannot build the request
-		return false
-	}
-	// A body read whole goes with the exchange, which sends it again on a retry.
-	ex.replay, c.bodyBuf = c.bodyBuf, nil
-	ex.file, c.spool = c.spool, bodyFile{}
-	c.ex = ex
-	return ex.connect()
-}
-
-// bufferChunk keeps data of a body read whole: in memory up to
-// client_body_buffer_size, in a temp file beyond. It reports false when it failed and
-// answered the client.
-func (c *client) bufferChunk(data []byte) bool {
-	if !c.lcf.PassRequestBody {
-		return true // proxy_pass_request_body off: counted (bodyTotal), not kept
-	}
-	limit := c.lcf.ClientBodyBufferSize
-	for len(data) > 0 {
-		if c.bodyBuf == nil {
-			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
-		}
-		if len(c.bodyBuf) == limit {
-			if !c.spill(c.bodyBuf) {
-				return false
-			}
-			c.bodyBuf = c.bodyBuf[:0]
-		}
-		if len(c.bodyBuf) == 0 && len(data) > limit && c.spool.open {
-			return c.spill(data) // no copy through the buffer
-		}
-		k := min(limit-len(c.bodyBuf), len(data))
-		c.bodyBuf = append(c.bodyBuf, data[:k]...)
-		data = data[k:]
-	}
-	return true
-}
-
-// spill appends p to the body's temp file, creating it first. It reports false when
-// it failed and answered the client (500, as nginx).
-func (c *client) spill(p []byte) bool {
-	if !c.spool.open {
-		dir := c.lcf.ClientBodyTemp.Dir
-		f, err := openBodyFile(dir)
-		if err != nil {
-			c.w.log.Error(err.Error(), "client", c.remote.String())
-			return c.bodyFailed()
-		}
-		c.spool = f
-		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
-	}
-	if err := c.spool.write(p); err != nil {
-		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
-		return c.bodyFailed()
-	}
-	return true
-}
-
-// bodyFailed answers 500 to a request whose body could not be kept.
-func (c *client) bodyFailed() bool {
-	c.abortExchange()
-	c.keepAlive = false
-	c.failRequest(500)
-	return false
-}
-
-// sendBuffered sends a body read whole, with its length: from memory, or from its
-// temp file once the part still in memory joined it there.
-func (c *client) sendBuffered() {
-	c.buffering = false
-	c.body = bodyLength
-	if c.spool.open {
-		if len(c.bodyBuf) > 0 && !c.spill(c.bodyBuf) {
-			return
-		}
-		c.putBodyBuf()
-	}
-	c.contentLength = c.spool.size + int64(len(c.bodyBuf))
-	if !c.lcf.PassRequestBody {
-		c.contentLength = c.bodyTotal
-	}
-	// The whole body is read: writes blocking upstream must not pause the client.
-	c.state = csWait
-	if c.startExchange() {
-		c.bodyDone()
-	}
-}
-
-// releaseBodyBuf returns the body buffer to the pool and closes the body's temp file.
-func (c *client) releaseBodyBuf() {
-	if c.request == nil {
-		return
-	}
-	c.putBodyBuf()
-	c.spool.close()
-}
-
-func (c *client) putBodyBuf() {
-	if c.bodyBuf != nil {
-		c.conn.Loop().Pool().Put(c.bodyBuf[:cap(c.bodyBuf)])
-		c.bodyBuf = nil
-	}
-}
-
 // connect picks a server and opens (or reuses) a connection to it, queuing the
 // request on it. It reports false when it answered the client with an error.
 func (ex *exchange) connect() bool {
-	c := ex.c
+	r := ex.r
 	for {
 		now := time.Now()
 		var key []byte
-		if t := c.snap.hashKeys[ex.g]; t != nil {
-			key = t.Append(ex.w.scratch[:0], c)
+		if t := ex.snapState().hashKeys[ex.g]; t != nil {
+			key = t.Append(ex.st.scratch[:0], r)
 		}
-		p := ex.bal.Pick(now, key, c.remote.Addr(), &ex.tried)
+		p := ex.bal.Pick(now, key, r.RemoteAddr().Addr(), &ex.tried)
 		if p == nil {
-			ex.w.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", c.remote.String())
+			ex.st.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", ex.r.RemoteAddr().String())
 			ex.end()
-			c.failRequest(502)
+			r.Fail(502)
 			return false
 		}
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
-		if idle, reqs := ex.w.takeIdle(p.Key()); idle != nil {
+		if idle, reqs := ex.st.takeIdle(p.Key()); idle != nil {
 			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
 			idle.SetContext(ex)
 			ex.send()
 			return ex.connected()
 		}
-		conn, err := ex.w.loop.DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.w.backends, ex)
+		conn, err := ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
 		var setup *eventloop.SetupError
 		if err != nil && (localDialError(err) || errors.As(err, &setup)) {
 			// This host is out of descriptors or memory, or could not set the socket
@@ -374,19 +209,19 @@ func (ex *exchange) connect() bool {
 			case !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE):
 				msg = "upstream connection failed on this host " + errorlog.Errno(err) + " while connecting to upstream"
 			}
-			ex.w.log.Log(context.Background(), level, msg, "upstream", p.String(), "client", c.remote.String())
+			ex.st.log.Log(context.Background(), level, msg, "upstream", p.String(), "client", ex.r.RemoteAddr().String())
 			ex.end()
-			c.failRequest(500)
+			r.Fail(500)
 			return false
 		}
 		if err != nil {
 			ex.bal.Done(p, now, true)
-			ex.w.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
+			ex.st.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
 			if ex.canRetry(NextError) {
 				continue
 			}
 			ex.end()
-			c.failRequest(502)
+			r.Fail(502)
 			return false
 		}
 		ex.conn, ex.reused, ex.connReqs = conn, false, 0
@@ -437,7 +272,7 @@ func (ex *exchange) armRead() {
 		return // proxy_send_timeout, armed when writing blocks
 	}
 	if ex.reqDone || ex.gotBytes || ex.state != exHead {
-		ex.conn.SetTimeout(ex.c.lcf.ReadTimeout)
+		ex.conn.SetTimeout(ex.lc.ReadTimeout)
 	} else {
 		ex.conn.SetTimeout(0)
 	}
@@ -445,7 +280,7 @@ func (ex *exchange) armRead() {
 
 // sendBody passes request body bytes on, keeping a copy for a retry while it fits.
 func (ex *exchange) sendBody(p []byte) {
-	if len(p) == 0 || ex.conn == nil || !ex.c.lcf.PassRequestBody {
+	if len(p) == 0 || ex.conn == nil || !ex.lc.PassRequestBody {
 		return
 	}
 	ex.conn.Write(p)
@@ -458,7 +293,7 @@ func (ex *exchange) keepReplay(p []byte) {
 	if ex.noReplay {
 		return
 	}
-	pool := ex.c.conn.Loop().Pool()
+	pool := ex.st.pool()
 	if len(ex.replay)+len(p) > maxReplay {
 		ex.noReplay = true
 		if ex.replay != nil {
@@ -522,9 +357,9 @@ func (ex *exchange) requestSent() {
 // canRetry decides whether the request may go to the next server after a failure of
 // kind cond, nginx's proxy_next_upstream rules.
 func (ex *exchange) canRetry(cond NextUpstream) bool {
-	c, lcf := ex.c, ex.c.lcf
+	lcf := ex.lc
 	switch {
-	case c.status != 0: // part of a response reached the client
+	case ex.r.HeaderSent(): // part of a response reached the client
 		return false
 	case lcf.NextUpstream&cond == 0:
 		return false
@@ -532,7 +367,7 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 		return false
 	case ex.gotBytes || ex.bodySent || ex.state != exConnecting:
 		// The request reached the server: only idempotent ones go again.
-		if !c.idempotent() && lcf.NextUpstream&NextNonIdempotent == 0 {
+		if !idempotent(ex.r) && lcf.NextUpstream&NextNonIdempotent == 0 {
 			return false
 		}
 	}
@@ -551,8 +386,8 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 }
 
 // idempotent is nginx's test: everything but POST, LOCK and PATCH.
-func (c *client) idempotent() bool {
-	m := string(c.req.Method())
+func idempotent(r *httpcore.Request) bool {
+	m := string(r.Head().Method())
 	return m != "POST" && m != "LOCK" && m != "PATCH"
 }
 
@@ -560,7 +395,7 @@ func (c *client) idempotent() bool {
 // status (or closing the client if the response already started).
 func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	now := time.Now()
-	ex.w.log.Error(why, "upstream", ex.peer.String(), "client", ex.c.remote.String())
+	ex.st.log.Error(why, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
 	// A cached connection that failed before any reply says nothing about the server.
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
 	if countsAsFailure {
@@ -580,9 +415,9 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 		ex.connect()
 		return
 	}
-	c := ex.c
+	r := ex.r
 	ex.end()
-	c.failRequest(status) // closes the client if part of a response went out
+	r.Fail(status) // closes the client if part of a response went out
 }
 
 // dropConn closes the current upstream connection; it is not cached.
@@ -601,7 +436,7 @@ func (ex *exchange) resetResponse() {
 		ex.rbuf = ex.rbuf[:0]
 	}
 	ex.resp.Reset()
-	ex.resp.HeadRequest = ex.c.isHEAD()
+	ex.resp.HeadRequest = ex.r.IsHEAD()
 }
 
 func (ex *exchange) onTimeout() {
@@ -615,7 +450,7 @@ func (ex *exchange) onTimeout() {
 		if ex.state == exTunnel {
 			what = "upstream timed out while proxying upgraded connection"
 		}
-		ex.w.log.Error(what, "upstream", ex.peer.String(), "client", ex.c.remote.String())
+		ex.st.log.Error(what, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
 		ex.bal.Done(ex.peer, time.Now(), false)
 		ex.closeClient()
 	}
@@ -624,9 +459,9 @@ func (ex *exchange) onTimeout() {
 // closeClient ends the exchange, then the client connection: the response cannot be
 // finished.
 func (ex *exchange) closeClient() {
-	c := ex.c
+	r := ex.r
 	ex.end()
-	c.close()
+	r.Abort()
 }
 
 func (ex *exchange) onClose(err error) {
@@ -642,14 +477,11 @@ func (ex *exchange) onClose(err error) {
 		ex.fail(NextError, 502, "upstream prematurely closed connection while reading response header from upstream")
 	case exBody:
 		if ex.framing == http1.BodyUntilClose && errors.Is(err, io.EOF) {
-			if ex.toChunked {
-				ex.c.conn.Write(http1.AppendLastChunk(nil, nil))
-			}
 			ex.complete(false)
 			return
 		}
 		// The response is incomplete: the client must not take it as whole.
-		ex.w.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.String())
+		ex.st.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.String())
 		ex.bal.Done(ex.peer, time.Now(), false)
 		ex.closeClient()
 	case exTunnel:
@@ -676,14 +508,13 @@ func (ex *exchange) onData(data []byte) {
 	case exBody:
 		ex.takeBody(data)
 	case exTunnel:
-		ex.c.conn.Write(data)
+		ex.r.TunnelWrite(data)
 	}
 }
 
 // takeHead accumulates and parses the response head, then starts the response.
 func (ex *exchange) takeHead(data []byte) {
-	c := ex.c
-	pool := c.conn.Loop().Pool()
+	pool := ex.st.pool()
 	if ex.rbuf == nil {
 		ex.rbuf = pool.Get(max(4096, len(data)))[:0]
 	}
@@ -694,7 +525,7 @@ func (ex *exchange) takeHead(data []byte) {
 		ex.rbuf = bigger
 	}
 	ex.rbuf = append(ex.rbuf, data...)
-	limit := c.lcf.BufferSize
+	limit := ex.lc.BufferSize
 	for {
 		// As nginx reads a head into a buffer of proxy_buffer_size: the parser sees
 		// at most that much, and a head that does not end within it is too big
@@ -717,7 +548,7 @@ func (ex *exchange) takeHead(data []byte) {
 			rest := copy(ex.rbuf, ex.rbuf[n:])
 			ex.rbuf = ex.rbuf[:rest]
 			ex.resp.Reset()
-			ex.resp.HeadRequest = c.isHEAD()
+			ex.resp.HeadRequest = ex.r.IsHEAD()
 			if rest == 0 {
 				return
 			}
@@ -730,7 +561,7 @@ func (ex *exchange) takeHead(data []byte) {
 
 // startResponse decides what to do with a complete response head.
 func (ex *exchange) startResponse(headLen int) {
-	c := ex.c
+	r := ex.r
 	code := ex.resp.StatusCode()
 	ex.status = code
 	ex.responseTime = time.Since(ex.tryStart)
@@ -738,54 +569,46 @@ func (ex *exchange) startResponse(headLen int) {
 		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
 		return
 	}
-	if cond := c.lcf.NextUpstream.ForStatus(code); cond != 0 && ex.canRetry(cond) {
+	if cond := ex.lc.NextUpstream.ForStatus(code); cond != 0 && ex.canRetry(cond) {
 		failure := code != 403 && code != 404
 		ex.bal.Done(ex.peer, time.Now(), failure)
 		ex.dropConn()
 		ex.resetResponse()
 		if failure {
-			ex.w.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.String(), "status", code)
+			ex.st.log.Warn("upstream answered with a status proxy_next_upstream retries", "upstream", ex.peer.String(), "status", code)
 		}
 		ex.connect()
 		return
 	}
-	if code >= 300 && c.lcf.InterceptErrors && c.lcf.hasErrorPage(code) {
+	if code >= 300 && ex.lc.InterceptErrors && r.CoreConf().HasErrorPage(code) {
 		ex.intercept(code, headLen)
 		return
 	}
-	if code != 101 && c.lcf.IgnoreHeaders&IgnoreXAccelRedirect == 0 {
+	if code != 101 && ex.lc.IgnoreHeaders&IgnoreXAccelRedirect == 0 {
 		if uri, ok := ex.resp.Headers.Get("x-accel-redirect"); ok {
 			ex.accelRedirect(uri, headLen)
 			return
 		}
 	}
-	ex.head2 = ex.appendResponseHead()
+	ex.responseHeader()
+	r.SendHeader()
 	rest := ex.rbuf[headLen:]
 	if code == 101 {
-		ex.flushHead()
 		ex.state = exTunnel
-		c.state = csTunnel
+		// What the client sent after its upgrade request goes through now.
+		if early := r.Tunnel(); len(early) > 0 {
+			ex.conn.Write(early)
+		}
 		if len(rest) > 0 {
-			c.conn.Write(rest)
+			r.TunnelWrite(rest)
 		}
 		ex.releaseResponseBuffer()
-		// What the client sent after its upgrade request goes through now.
-		if len(c.in) > c.headLen {
-			ex.conn.Write(c.in[c.headLen:])
-			c.in = c.in[:c.headLen]
-		}
-		if c.paused {
-			c.paused = false
-			c.conn.ResumeRead()
-		}
-		c.conn.SetTimeout(0)
 		return
 	}
 	ex.state = exBody
 	ex.framing = ex.resp.Framing()
 	switch ex.framing {
 	case http1.BodyNone:
-		ex.flushHead()
 		ex.releaseResponseBuffer()
 		ex.complete(len(rest) == 0)
 		return
@@ -796,54 +619,30 @@ func (ex *exchange) startResponse(headLen int) {
 	}
 	// rest aliases rbuf; pass it on before the buffer goes back.
 	ex.takeBody(rest)
-	ex.flushHead() // no body bytes came with the head
+	if ex.state == exBody {
+		r.Flush() // no body bytes came with the head
+	}
 	ex.releaseResponseBuffer()
-}
-
-// toClient sends response bytes to the client; while the head waits (ex.head2) it
-// goes in the same writev, so a small response costs one system call.
-func (ex *exchange) toClient(pieces ...[]byte) {
-	iov := append(ex.chunkIov[:0], ex.head2)
-	if ex.head2 == nil {
-		iov = iov[:0]
-	}
-	iov = append(iov, pieces...)
-	if len(iov) == 1 {
-		ex.c.conn.Write(iov[0])
-	} else {
-		ex.c.conn.Writev(iov)
-	}
-	clear(iov)
-	ex.head2 = nil
-}
-
-// flushHead sends the response head if it still waits for body bytes.
-func (ex *exchange) flushHead() {
-	if ex.head2 != nil {
-		ex.c.conn.Write(ex.head2)
-		ex.head2 = nil
-	}
 }
 
 func (ex *exchange) releaseResponseBuffer() {
 	if ex.rbuf != nil {
-		ex.c.conn.Loop().Pool().Put(ex.rbuf[:cap(ex.rbuf)])
+		ex.st.pool().Put(ex.rbuf[:cap(ex.rbuf)])
 		ex.rbuf = nil
 	}
 }
 
-// takeBody passes response body bytes to the client in the framing chosen for it.
+// takeBody passes response body bytes to the client; the core frames them for it.
 func (ex *exchange) takeBody(data []byte) {
-	c := ex.c
 	if ex.state != exBody {
 		return
 	}
+	r := ex.r
 	switch ex.framing {
 	case http1.BodyContentLength:
 		part := ex.rlen.Take(data)
 		if len(part) > 0 {
-			ex.toClient(part)
-			c.bodySent += int64(len(part))
+			r.SendBody(part, false)
 		}
 		if ex.rlen.Done() {
 			ex.complete(len(part) == len(data))
@@ -854,17 +653,14 @@ func (ex *exchange) takeBody(data []byte) {
 			if err != nil {
 				// As nginx, an error after the response head does not mark the server
 				// failed.
-				ex.w.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.String(), "error", err.Error())
+				ex.st.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.String(), "error", err.Error())
 				ex.bal.Done(ex.peer, time.Now(), false)
 				ex.closeClient()
 				return
 			}
-			if ex.rawChunks {
-				ex.toClient(data[:n])
-			} else if len(chunk) > 0 {
-				ex.toClient(chunk)
+			if len(chunk) > 0 {
+				r.SendBody(chunk, false)
 			}
-			c.bodySent += int64(len(chunk))
 			data = data[n:]
 			if ex.rchunks.Done() {
 				ex.complete(len(data) == 0)
@@ -872,16 +668,9 @@ func (ex *exchange) takeBody(data []byte) {
 			}
 		}
 	case http1.BodyUntilClose:
-		if len(data) == 0 {
-			return
+		if len(data) > 0 {
+			r.SendBody(data, false)
 		}
-		if ex.toChunked {
-			var hdr [20]byte
-			ex.toClient(http1.AppendChunkHeader(hdr[:0], len(data)), data, crlf)
-		} else {
-			ex.toClient(data)
-		}
-		c.bodySent += int64(len(data))
 	}
 }
 
@@ -890,23 +679,28 @@ func (ex *exchange) takeBody(data []byte) {
 // 401 passes its WWW-Authenticate fields on to the page, the rest of the response is
 // dropped, and the connection is kept only if the response has no body.
 func (ex *exchange) intercept(code, headLen int) {
-	c := ex.c
+	r := ex.r
 	if code == 401 {
 		for i := 0; i < ex.resp.Headers.Len(); i++ {
-			if name := ex.resp.Headers.Name(i); equalFoldBytes(name, "www-authenticate") {
-				c.carried = append(append(append(c.carried, name...), ": "...), ex.resp.Headers.Value(i)...)
-				c.carried = append(c.carried, "\r\n"...)
+			if name := ex.resp.Headers.Name(i); http1.EqualFold(name, "www-authenticate") {
+				r.Carry(name, ex.resp.Headers.Value(i))
 			}
 		}
 	}
 	ex.bal.Done(ex.peer, time.Now(), false)
+	ex.keepClean(headLen)
+	ex.end()
+	r.SendStatus(code)
+}
+
+// keepClean caches the upstream connection of a response that is dropped whole
+// before its body: it can carry another request if the response has none.
+func (ex *exchange) keepClean(headLen int) {
 	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
 		conn := ex.conn
 		ex.conn = nil
-		ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+		ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
 	}
-	ex.end()
-	c.respondStatus(code)
 }
 
 // accelRedirect serves the request again from the URI or @named location of an
@@ -916,57 +710,47 @@ func (ex *exchange) intercept(code, headLen int) {
 // connection kept if it has no body), the request goes on as GET (HEAD stays HEAD);
 // a URI that is not safe (a ".." segment, a NUL, once decoded) is 404.
 func (ex *exchange) accelRedirect(uri []byte, headLen int) {
-	c := ex.c
+	r := ex.r
 	for i := 0; i < ex.resp.Headers.Len(); i++ {
 		name, value := ex.resp.Headers.Name(i), ex.resp.Headers.Value(i)
 		switch {
-		case equalFoldBytes(name, "content-type"):
-			c.carriedType = append(c.carriedType[:0], value...)
-		case equalFoldBytes(name, "set-cookie") && (c.lcf.CookieDomains != nil || c.lcf.CookiePaths != nil):
-			c.carried = append(append(c.carried, name...), ": "...)
-			mark := len(c.carried)
-			c.carried = append(escapeControls(c.appendCookie(c.carried, value), mark), "\r\n"...)
-		case equalFoldBytes(name, "set-cookie"), equalFoldBytes(name, "content-disposition"), equalFoldBytes(name, "cache-control"),
-			equalFoldBytes(name, "expires"), equalFoldBytes(name, "accept-ranges"):
-			c.carried = append(append(append(append(c.carried, name...), ": "...), value...), "\r\n"...)
+		case http1.EqualFold(name, "content-type"):
+			r.SetCarriedType(value)
+		case http1.EqualFold(name, "set-cookie") && (ex.lc.CookieDomains != nil || ex.lc.CookiePaths != nil):
+			v := httpcore.EscapeControls(ex.appendCookie(ex.st.scratch[:0], value), 0)
+			r.Carry(name, v)
+			ex.st.scratch = v[:0]
+		case http1.EqualFold(name, "set-cookie"), http1.EqualFold(name, "content-disposition"), http1.EqualFold(name, "cache-control"),
+			http1.EqualFold(name, "expires"), http1.EqualFold(name, "accept-ranges"):
+			r.Carry(name, value)
 		}
 	}
 	ex.bal.Done(ex.peer, time.Now(), false)
-	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
-		conn := ex.conn
-		ex.conn = nil
-		ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
-	}
-	if c.state == csBody {
-		c.keepAlive = false // the rest of the upload is not read
+	ex.keepClean(headLen)
+	if r.ReadingBody() {
+		r.DisableKeepAlive() // the rest of the upload is not read
 	}
 	// The body went to this upstream and is not sent again: a named location gets
 	// the request as GET too (nginx keeps the method there, and resends the body it
 	// buffered).
-	c.internalGET = true
+	r.ForceGET()
 	if len(uri) > 0 && uri[0] == '@' {
 		target := string(uri)
 		ex.end()
-		c.internalRedirect(target)
+		r.InternalRedirect(target)
 		return
 	}
-	path, args, ok := unsafeURI(uri, ex.w.scratch[:0])
+	path, args, ok := unsafeURI(uri, ex.st.scratch[:0])
 	if ok {
-		setURI(c, path, args) // before end: args lie in the response buffer
+		r.SetURI(path, args) // before end: args lie in the response buffer
 	}
 	ex.end()
 	if !ok {
-		ex.w.log.Error("upstream sent an unsafe X-Accel-Redirect \""+string(escapeControls(append([]byte(nil), uri...), 0))+"\"", "client", c.remote.String())
-		c.respondStatus(404)
+		ex.st.log.Error("upstream sent an unsafe X-Accel-Redirect \""+string(httpcore.EscapeControls(append([]byte(nil), uri...), 0))+"\"", "client", r.RemoteAddr().String())
+		r.SendStatus(404)
 		return
 	}
-	c.redirects++
-	if c.redirects > maxURIChanges {
-		c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+string(c.uriBuf)+"\"", "client", c.remote.String())
-		c.serverError()
-		return
-	}
-	c.route()
+	r.Rerun()
 }
 
 // unsafeURI is nginx's ngx_http_parse_unsafe_uri: the path of uri (up to "?",
@@ -1020,14 +804,14 @@ func (ex *exchange) cacheable(clean bool) bool {
 // when it can carry another request (clean says no stray bytes followed), and the
 // client goes on.
 func (ex *exchange) complete(clean bool) {
-	c := ex.c
-	ex.flushHead() // a body of no bytes: the head goes alone
+	r := ex.r
+	r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {
 		keep := ex.cacheable(clean)
 		ex.conn = nil
 		if keep {
-			ex.w.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+			ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
 		} else {
 			conn.SetContext(nil)
 			conn.Close()
@@ -1038,28 +822,27 @@ func (ex *exchange) complete(clean bool) {
 		}
 	}
 	ex.end()
-	if c.state == csBody {
+	if r.ReadingBody() {
 		// The server answered before the upload ended: the rest of it is not read.
-		c.keepAlive = false
+		r.DisableKeepAlive()
 	}
-	c.finish()
+	r.Finish()
 }
 
-// orphan keeps the exchange going after its client closed, under
+// ClientGone keeps the exchange going after its client closed, under
 // proxy_ignore_client_abort on, once the whole request was passed on: the response
 // is read to its end (and dropped) so that the upstream connection can be kept
-// alive, and the client's request state is released when the exchange ends (the
-// client's finish or close). It reports false when the exchange must be aborted.
-func (ex *exchange) orphan() bool {
-	if !ex.c.lcf.IgnoreClientAbort || !ex.reqDone || ex.c.state != csClosed {
+// alive, and the request is released when the exchange ends (Finish).
+func (ex *exchange) ClientGone() bool {
+	if !ex.lc.IgnoreClientAbort || !ex.reqDone {
 		return false
 	}
 	return ex.state == exConnecting || ex.state == exHead || ex.state == exBody
 }
 
-// abort ends the exchange without a response (the client went away or failed); the
-// client calls it before it gives its request state back.
-func (ex *exchange) abort() {
+// Abort ends the exchange without a response (the client went away or failed); the
+// core has detached it from the request.
+func (ex *exchange) Abort() {
 	if ex.peer != nil && ex.conn != nil {
 		ex.bal.Done(ex.peer, time.Now(), false)
 	}
@@ -1068,34 +851,35 @@ func (ex *exchange) abort() {
 
 // end is the one way out of an exchange: its upstream connection, if still held, is
 // closed (not cached: it is not at a clean boundary), its buffers go back and it
-// detaches from the client. The exchange lives in the client's request state, which
-// the client may give back (and another connection take) once c.ex is nil, so the
-// exchange touches nothing of the client after end; callers that go on to close or
-// finish the client keep the client in a local first.
+// detaches from the request. The exchange lives in the request's state, which the
+// core may give back (and another connection take) once it is detached, so the
+// exchange touches nothing of the request after end; callers that go on to answer
+// keep the request in a local first.
 func (ex *exchange) end() {
 	ex.state = exDone
 	ex.dropConn()
 	ex.release()
-	if ex.c.ex == ex {
-		ex.c.ex = nil
+	if ex.r.Pending() == httpcore.Pending(ex) {
+		ex.r.SetPending(nil)
 	}
 }
 
-// clientBlocked: the client reads slower than the upstream sends.
-func (ex *exchange) clientBlocked() {
+// ClientBlocked: the client reads slower than the upstream sends.
+func (ex *exchange) ClientBlocked() {
 	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
 		ex.conn.PauseRead()
 	}
 }
 
-func (ex *exchange) clientWritable() {
+// ClientWritable: the client caught up.
+func (ex *exchange) ClientWritable() {
 	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
 		ex.conn.ResumeRead()
 	}
 }
 
-// tunnelFromClient passes upgraded client bytes upstream.
-func (ex *exchange) tunnelFromClient(data []byte) {
+// TunnelData passes upgraded client bytes upstream.
+func (ex *exchange) TunnelData(data []byte) {
 	if ex.conn != nil {
 		ex.conn.Write(data)
 	}
@@ -1103,11 +887,11 @@ func (ex *exchange) tunnelFromClient(data []byte) {
 
 // release returns the exchange's buffers.
 func (ex *exchange) release() {
-	pool := ex.c.conn.Loop().Pool()
+	pool := ex.st.pool()
 	putBuffer(pool, &ex.head)
 	putBuffer(pool, &ex.replay)
 	putBuffer(pool, &ex.rbuf)
-	ex.file.close()
+	ex.file.Close()
 }
 
 func putBuffer(pool eventloop.BufferPool, b *[]byte) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // rawUpstream is a keep-alive upstream on a plain socket that answers every request
@@ -65,10 +66,10 @@ func freeBenchPort(tb testing.TB) int {
 
 // startWorker loads src (an http block body with one server listening on addr),
 // starts a loop with its worker and listener, and stops them at cleanup.
-func startWorker(tb testing.TB, addr, src string) *Worker {
+func startWorker(tb testing.TB, addr, src string) *httpcore.Worker {
 	tb.Helper()
 	cfg := mustConf(tb, "events {}\nhttp {\n"+src+"\n}\n")
-	snap, err := NewSnapshot(cfg)
+	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func startWorker(tb testing.TB, addr, src string) *Worker {
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	w := NewWorker(snap, log, 0)
+	w := httpcore.NewWorker(snap, log, 0)
 	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
@@ -210,38 +211,5 @@ func BenchmarkReturn(b *testing.B) {
 		if st := k.roundTrip(b, req); st != 200 {
 			b.Fatalf("status %d", st)
 		}
-	}
-}
-
-// BenchmarkTemplate evaluates a template with several variables for a parsed request.
-func BenchmarkTemplate(b *testing.B) {
-	cfg := mustConf(b, "events {}\nhttp {\n upstream app { server 127.0.0.1:9; }\n server { listen 127.0.0.1:8080; server_name example.com; location / { proxy_pass http://app; } }\n}\n")
-	snap, err := NewSnapshot(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := NewWorker(snap, slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
-	c := &client{w: w, local: netip.MustParseAddrPort("127.0.0.1:8080"), remote: netip.MustParseAddrPort("192.0.2.7:51234"), id: 7, requests: 3, request: &request{status: 200}}
-	c.in = []byte("GET /api/items?id=42&x=y HTTP/1.1\r\nHost: Example.com:8080\r\nUser-Agent: bench/1.0\r\nX-Forwarded-For: 203.0.113.1\r\nCookie: a=1; sid=abc\r\n\r\n")
-	n, err := c.req.Parse(c.in)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.headLen = n
-	c.srv = cfg.HTTP.Servers[0]
-	c.srvConf = serverConf(c.srv)
-	c.loc = c.srv.Locations[0]
-	c.lcf = locationConf(c.loc)
-	c.uriBuf = []byte("/api/items")
-	tmpl := mustTemplate(`$remote_addr - $host "$request" $status $request_uri $uri?$args $arg_id $http_user_agent $cookie_sid $proxy_host $proxy_add_x_forwarded_for $connection $connection_requests $server_port`)
-	dst := tmpl.Append(nil, c)
-	want := `192.0.2.7 - example.com "GET /api/items?id=42&x=y HTTP/1.1" 200 /api/items?id=42&x=y /api/items?id=42&x=y 42 bench/1.0 abc app 203.0.113.1, 192.0.2.7 7 3 8080`
-	if string(dst) != want {
-		b.Fatalf("got  %s\nwant %s", dst, want)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		dst = tmpl.Append(dst[:0], c)
 	}
 }

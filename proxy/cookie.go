@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 // CookieRewrite is one proxy_cookie_domain or proxy_cookie_path rule.
 type CookieRewrite struct {
-	Regex       *regexp.Regexp // ~regex (RE2); nil for a plain pattern
-	Pattern     *Template      // a plain pattern: the whole domain, or a path prefix
+	Regex       *regexp.Regexp     // ~regex (RE2); nil for a plain pattern
+	Pattern     *httpcore.Template // a plain pattern: the whole domain, or a path prefix
 	Replacement *Replacement
 	domain      bool
 }
@@ -25,18 +27,18 @@ type Replacement struct {
 }
 
 type replacementPart struct {
-	t       *Template // nil for a capture
+	t       *httpcore.Template // nil for a capture
 	capture int
 }
 
 // compileReplacement splits s at $N and ${N} (regex captures, which templates do
 // not know) and compiles the rest as templates.
-func compileReplacement(s string, regex *regexp.Regexp) (*Replacement, error) {
+func compileReplacement(c *conf.Cursor, s string, regex *regexp.Regexp) (*Replacement, error) {
 	r := &Replacement{}
 	lit := 0
 	flush := func(end int) error {
 		if end > lit {
-			t, err := CompileTemplate(s[lit:end])
+			t, err := httpcore.CompileTemplate(c, s[lit:end])
 			if err != nil {
 				return err
 			}
@@ -77,7 +79,7 @@ func compileReplacement(s string, regex *regexp.Regexp) (*Replacement, error) {
 
 // Append evaluates the replacement into dst; match holds the capture offsets in
 // src (nil without a regex). A capture the regex did not set is empty.
-func (r *Replacement) Append(dst []byte, v Vars, src []byte, match []int) []byte {
+func (r *Replacement) Append(dst []byte, v *httpcore.Request, src []byte, match []int) []byte {
 	for _, p := range r.parts {
 		if p.t != nil {
 			dst = p.t.Append(dst, v)
@@ -139,14 +141,14 @@ func setCookieRewrite(domain bool) func(c *conf.Cursor, s *conf.Stmt) error {
 				pattern = strings.TrimPrefix(pattern, ".")
 				repl = strings.TrimPrefix(repl, ".")
 			}
-			t, err := CompileTemplate(pattern)
+			t, err := httpcore.CompileTemplate(c, pattern)
 			if err != nil {
 				return s.InvalidValue(s.Args[0], err.Error())
 			}
 			r.Pattern = t
 		}
 		var err error
-		if r.Replacement, err = compileReplacement(repl, r.Regex); err != nil {
+		if r.Replacement, err = compileReplacement(c, repl, r.Regex); err != nil {
 			return s.InvalidValue(s.Args[1], err.Error())
 		}
 		if r.Regex != nil && r.Replacement.captures {
@@ -172,7 +174,7 @@ type cookieAttr struct {
 // at ";" into attributes, spaces around names and values trimmed; the first rule
 // that matches a domain or path attribute rewrites it; if any did, the value is
 // written out again with "; " between the attributes, else it goes unchanged.
-func (c *client) appendCookie(h, value []byte) []byte {
+func (ex *exchange) appendCookie(h, value []byte) []byte {
 	var stack [16]cookieAttr
 	attrs := parseCookie(stack[:0], value)
 	mark := len(h)
@@ -194,14 +196,14 @@ func (c *client) appendCookie(h, value []byte) []byte {
 		var rules []CookieRewrite
 		switch {
 		case i == 0:
-		case equalFoldBytes(name, "domain"):
-			rules = c.lcf.CookieDomains
-		case equalFoldBytes(name, "path"):
-			rules = c.lcf.CookiePaths
+		case http1.EqualFold(name, "domain"):
+			rules = ex.lc.CookieDomains
+		case http1.EqualFold(name, "path"):
+			rules = ex.lc.CookiePaths
 		}
 		done := false
 		for j := range rules {
-			if h, done = rules[j].appendRewritten(h, v, c); done {
+			if h, done = rules[j].appendRewritten(h, v, ex.r); done {
 				changed = true
 				break
 			}
@@ -221,7 +223,7 @@ func (c *client) appendCookie(h, value []byte) []byte {
 // a regex matching anywhere replaces the whole value; a path replaces the prefix it
 // matches; a domain matches the whole value (any case) but its leading dot, which
 // it keeps.
-func (r *CookieRewrite) appendRewritten(h, v []byte, c *client) ([]byte, bool) {
+func (r *CookieRewrite) appendRewritten(h, v []byte, c *httpcore.Request) ([]byte, bool) {
 	mark := len(h)
 	if r.Regex != nil {
 		var match []int

@@ -1,10 +1,11 @@
-// Package proxy is the HTTP/1.1 reverse proxy that runs on the event loops: it reads
-// client requests (proxy/http1), routes them (proxy/route), answers locally (return,
-// error pages) or forwards them to an upstream group (upstream) and streams the reply
-// back with backpressure both ways, with nginx's semantics throughout.
-//
-// module.go declares the proxy's directives and their nginx inheritance; variables.go
-// is the one place request variables are evaluated; the data path is in worker.go
-// (one per loop), client.go (a client connection's request cycle) and backend.go (the
-// upstream side).
+// Package proxy is nginx's ngx_http_proxy_module on the HTTP core: the proxy_*
+// directives and the exchange with the upstream. proxy_pass makes a location's
+// content handler the proxy's (content.go); it builds the upstream request
+// (forward.go), connects through the upstream group's balancer with
+// proxy_next_upstream's retries and a per-loop keep-alive pool (backend.go,
+// idle.go), streams the request body up and the response back with backpressure
+// both ways, rewrites the response head (headers.go, cookie.go) and hands it to the
+// core's filters, which frame it for the client. An upstream's X-Accel-Redirect and
+// proxy_intercept_errors become the core's internal redirects and error pages. It
+// declares $proxy_host, $proxy_add_x_forwarded_for and the $upstream_ variables.
 package proxy

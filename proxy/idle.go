@@ -16,7 +16,7 @@ type idleConn struct {
 
 // idleList is the cached connections to one server address, newest last.
 type idleList struct {
-	w     *Worker
+	st    *loopState
 	conns []*idleConn
 	group *upstream.Group
 }
@@ -27,31 +27,31 @@ type idleList struct {
 // keepalive_requests, or that a draining loop would only keep waiting, is closed
 // instead. Cached connections are idle for the loop: Drain closes them at once, and
 // a loop short of connections or fds may close them (oldest idle first).
-func (w *Worker) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int) {
-	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || w.loop.Draining() {
+func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int) {
+	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || st.w.Loop().Draining() {
 		conn.SetContext(nil)
 		conn.Close()
 		return
 	}
-	l := w.idle[addr]
+	l := st.idle[addr]
 	if l == nil {
-		l = &idleList{w: w}
-		w.idle[addr] = l
+		l = &idleList{st: st}
+		st.idle[addr] = l
 	}
 	l.group = g
-	if w.idleCount(g) >= g.Keepalive && len(l.conns) > 0 {
+	if st.idleCount(g) >= g.Keepalive && len(l.conns) > 0 {
 		l.conns[0].drop()
 	}
-	if w.idleCount(g) >= g.Keepalive {
+	if st.idleCount(g) >= g.Keepalive {
 		conn.SetContext(nil)
 		conn.Close()
 		return
 	}
 	var ic *idleConn
-	if n := len(w.freeIdle); n > 0 {
-		ic = w.freeIdle[n-1]
-		w.freeIdle[n-1] = nil
-		w.freeIdle = w.freeIdle[:n-1]
+	if n := len(st.freeIdle); n > 0 {
+		ic = st.freeIdle[n-1]
+		st.freeIdle[n-1] = nil
+		st.freeIdle = st.freeIdle[:n-1]
 	} else {
 		ic = &idleConn{}
 	}
@@ -63,9 +63,9 @@ func (w *Worker) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstre
 }
 
 // idleCount is how many connections to g's servers this loop has cached.
-func (w *Worker) idleCount(g *upstream.Group) int {
+func (st *loopState) idleCount(g *upstream.Group) int {
 	n := 0
-	for _, l := range w.idle {
+	for _, l := range st.idle {
 		if l.group == g {
 			n += len(l.conns)
 		}
@@ -75,8 +75,8 @@ func (w *Worker) idleCount(g *upstream.Group) int {
 
 // takeIdle returns the newest cached connection to addr and the requests it has
 // carried, or nil.
-func (w *Worker) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
-	l := w.idle[addr]
+func (st *loopState) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
+	l := st.idle[addr]
 	if l == nil || len(l.conns) == 0 {
 		return nil, 0
 	}
@@ -84,15 +84,15 @@ func (w *Worker) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
 	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
 	conn, requests := ic.conn, ic.requests
-	w.recycleIdle(ic)
+	st.recycleIdle(ic)
 	conn.SetIdle(false)
 	conn.SetTimeout(0)
 	return conn, requests
 }
 
-func (w *Worker) recycleIdle(ic *idleConn) {
+func (st *loopState) recycleIdle(ic *idleConn) {
 	*ic = idleConn{}
-	w.freeIdle = append(w.freeIdle, ic)
+	st.freeIdle = append(st.freeIdle, ic)
 }
 
 // drop closes a cached connection.
@@ -114,7 +114,7 @@ func (ic *idleConn) forget() {
 			break
 		}
 	}
-	l.w.recycleIdle(ic)
+	l.st.recycleIdle(ic)
 }
 
 func (l *idleList) closeAll() {

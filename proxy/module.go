@@ -2,15 +2,13 @@ package proxy
 
 import (
 	"errors"
-	"net/netip"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -22,12 +20,21 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
+	Ctx:        &httpcore.Hooks{Variables: variables, Init: initModule, NewLoop: newLoop, Key: key},
 }
+
+// self is Module, for the code that runs requests (Module's own initialiser cannot
+// name it).
+var self *conf.Module
+
+func init() { self = Module }
+
+// key is the module's slot for its loop state, snapshot state and request contexts.
+var key = httpcore.NewKey()
 
 const (
 	hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 	hs  = conf.HTTPCtx | conf.ServerCtx
-	sl  = conf.ServerCtx | conf.LocationCtx
 )
 
 func directives() []conf.Directive {
@@ -71,54 +78,6 @@ func directives() []conf.Directive {
 		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
 			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
 			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
-		{Name: "return", Contexts: sl, Args: conf.Args1 | conf.Args2, Set: setReturn,
-			Syntax: "return code [text] | code URL | URL;",
-			Doc:    "Answers at once: a status with a body text, a redirect (301 302 303 307 308) to a URL, or 302 to a URL alone. Variables allowed."},
-		{Name: "add_header", Contexts: hsl, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
-			Syntax: "add_header name value [always];",
-			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
-		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
-			Syntax: "client_max_body_size size;", Default: "1m",
-			Doc: "Largest request body: a larger Content-Length gets 413 as soon as the location is chosen (before its return), a chunked body once it grows past it; the body is then read and dropped. 0 disables the check."},
-		{Name: "client_body_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientBodyBufferSize }, bitClientBodyBuffer),
-			Syntax: "client_body_buffer_size size;", Default: "8k|16k",
-			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
-		{Name: "client_body_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setClientBodyTempPath,
-			Syntax: "client_body_temp_path path [level1 [level2 [level3]]];", Default: "client_body_temp",
-			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
-		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
-			Syntax: "client_header_timeout time;", Default: "60s",
-			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
-		{Name: "client_body_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientBodyTimeout }, bitClientBodyTimeout),
-			Syntax: "client_body_timeout time;", Default: "60s",
-			Doc: "Longest wait between two reads of the request body; then the connection is closed without an answer, as nginx (its 408 is only logged)."},
-		{Name: "send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientSendTimeout }, bitClientSendTimeout),
-			Syntax: "send_timeout time;", Default: "60s",
-			Doc: "Longest wait between two writes to the client; then the connection is closed."},
-		{Name: "lingering_close", Contexts: hsl, Args: conf.Args1, Set: setLingeringClose,
-			Syntax: "lingering_close off | on | always;", Default: "on",
-			Doc: "How a client connection closes while the client may still be sending: on: when a request body or pipelined input is unread, the sending side is shut first and input read and dropped until the client is done (so it reads the whole answer, no reset); always: after every last response; off: at once."},
-		{Name: "lingering_time", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTime }, bitLingeringTime),
-			Syntax: "lingering_time time;", Default: "30s",
-			Doc: "Longest time input is read and dropped after an answer: the body of a request answered without it (a body not over by then closes the connection), then a lingering close."},
-		{Name: "lingering_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTimeout }, bitLingeringTimeout),
-			Syntax: "lingering_timeout time;", Default: "5s",
-			Doc: "Longest wait for more input while it is read and dropped; then the connection is closed."},
-		{Name: "keepalive_timeout", Contexts: hsl, Args: conf.Args1 | conf.Args2, Set: setKeepaliveTimeout,
-			Syntax: "keepalive_timeout timeout [header_timeout];", Default: "75s",
-			Doc: "How long an idle client connection stays open (0 disables keep-alive); the second value is sent as Keep-Alive: timeout=N."},
-		{Name: "keepalive_requests", Contexts: hsl, Args: conf.Args1, Set: setNumber(func(c *LocConf) *int { return &c.KeepaliveRequests }, bitKeepaliveRequests),
-			Syntax: "keepalive_requests number;", Default: "1000",
-			Doc: "Requests one client connection serves before it is closed."},
-		{Name: "server_tokens", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerTokens }, bitServerTokens),
-			Syntax: "server_tokens on | off;", Default: "on",
-			Doc: "Shows the version in the Server header and error pages."},
-		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
-			Syntax: "error_page code ... [=[response]] uri;",
-			Doc:    "For the proxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
-		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
-			Syntax: "recursive_error_pages on | off;", Default: "off",
-			Doc: "Lets error_page act again on an error of the page it redirected to, up to 10 internal redirects in all (the 11th answers 500, as nginx's redirection cycle)."},
 		{Name: "proxy_intercept_errors", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.InterceptErrors }, bitInterceptErrors),
 			Syntax: "proxy_intercept_errors on | off;", Default: "off",
 			Doc: "An upstream response with a status of 300 or more that the location's error_page names is replaced by that error page (a 401 keeps the upstream's WWW-Authenticate)."},
@@ -152,18 +111,6 @@ func directives() []conf.Directive {
 		{Name: "proxy_ignore_headers", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setIgnoreHeaders,
 			Syntax: "proxy_ignore_headers field ...;",
 			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache), X-Accel-Charset (for charset conversion) and X-Accel-Limit-Rate are accepted and numaproxy never acts on them: it has no cache, charset conversion or rate limit yet."},
-		{Name: "client_header_buffer_size", Contexts: hs, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientHeaderBufferSize }, bitClientHeaderBuffer),
-			Syntax: "client_header_buffer_size size;", Default: "1k",
-			Doc: "Buffer first used for a request head; larger heads move to large_client_header_buffers."},
-		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
-			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
-			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
-		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
-			Syntax: "ignore_invalid_headers on | off;", Default: "on",
-			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
-		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
-			Syntax: "underscores_in_headers on | off;", Default: "off",
-			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
 	}
 }
 
@@ -186,46 +133,17 @@ type LocConf struct {
 	Redirects       []Redirect // nil with proxy_redirect off
 	redirectDefault bool
 
-	Return     *Return
-	AddHeaders []AddHeader
-
-	ClientMaxBodySize   int64
-	ClientHeaderTimeout time.Duration
-	ClientBodyTimeout   time.Duration
-	ClientSendTimeout   time.Duration
-	KeepaliveTimeout    time.Duration
-	KeepaliveHeader     time.Duration // keepalive_timeout's second value; 0: no Keep-Alive header
-	KeepaliveRequests   int
-	LingeringClose      LingeringClose
-	LingeringTime       time.Duration
-	LingeringTimeout    time.Duration
-	ServerTokens        bool
-	ErrorPages          []ErrorPage
-
-	ClientHeaderBufferSize int
-	LargeHeaderBuffers     int
-	LargeHeaderBufferSize  int
-
-	ClientBodyBufferSize int
-	ClientBodyTemp       *TempPath // never nil once the config is checked
-	IgnoreInvalidHeaders bool
-	UnderscoresInHeaders bool
-	RecursiveErrorPages  bool
-	InterceptErrors      bool
-	BufferSize           int       // proxy_buffer_size: the largest upstream response head
-	Method               *Template // proxy_method; nil: the client's
-	PassRequestBody      bool
-	PassRequestHeaders   bool
-	Bind                 *Bind // proxy_bind; nil: off
-	SocketKeepalive      bool
-	CookieDomains        []CookieRewrite // nil: off
-	CookiePaths          []CookieRewrite // nil: off
-	IgnoreClientAbort    bool
-	IgnoreHeaders        IgnoreHeaders
-
-	// nameRulesVary: on some address of this server, servers drop different field
-	// names, so the rules follow Host while a head is read (check sets it).
-	nameRulesVary bool
+	InterceptErrors    bool
+	BufferSize         int                // proxy_buffer_size: the largest upstream response head
+	Method             *httpcore.Template // proxy_method; nil: the client's
+	PassRequestBody    bool
+	PassRequestHeaders bool
+	Bind               *Bind // proxy_bind; nil: off
+	SocketKeepalive    bool
+	CookieDomains      []CookieRewrite // nil: off
+	CookiePaths        []CookieRewrite // nil: off
+	IgnoreClientAbort  bool
+	IgnoreHeaders      IgnoreHeaders
 
 	set uint64 // which fields this level set itself (bit* below)
 }
@@ -245,26 +163,6 @@ const (
 	bitNextTimeout
 	bitBuffering
 	bitRedirect
-	bitReturn
-	bitAddHeaders
-	bitClientMaxBody
-	bitClientHeaderTimeout
-	bitClientBodyTimeout
-	bitClientSendTimeout
-	bitKeepaliveTimeout
-	bitKeepaliveRequests
-	bitServerTokens
-	bitErrorPages
-	bitClientHeaderBuffer
-	bitLargeHeaderBuffers
-	bitLingeringClose
-	bitLingeringTime
-	bitLingeringTimeout
-	bitClientBodyBuffer
-	bitClientBodyTemp
-	bitIgnoreInvalid
-	bitUnderscores
-	bitRecursiveErrorPages
 	bitInterceptErrors
 	bitBufferSize
 	bitMethod
@@ -292,52 +190,15 @@ type PassTarget struct {
 	Group   *upstream.Group // resolved once the whole file is read (check)
 }
 
-// LingeringClose is lingering_close's value.
-type LingeringClose uint8
-
-const (
-	LingeringOn LingeringClose = iota // nginx's default
-	LingeringOff
-	LingeringAlways
-)
-
 // HeaderSetting is one proxy_set_header.
 type HeaderSetting struct {
 	Name  string // as written
-	Value *Template
-}
-
-// AddHeader is one add_header.
-type AddHeader struct {
-	Name   string
-	Value  *Template
-	Always bool
-}
-
-// Return is a return directive.
-type Return struct {
-	Code int
-	Text *Template // body text, or the redirect URL for 301/302/303/307/308; nil for none
+	Value *httpcore.Template
 }
 
 // Redirect is one proxy_redirect pair.
 type Redirect struct {
 	From, To string
-}
-
-// ErrorPage is one error_page code→target mapping.
-type ErrorPage struct {
-	Code   int
-	Status int    // the status to answer with: 0 keeps the original; -1 ("=") takes the target's
-	Target string // "/uri", "@name" or an absolute URL
-	Pos    conf.Pos
-}
-
-// TempPath is a client_body_temp_path.
-type TempPath struct {
-	Dir    string // absolute
-	Levels []int  // as written; unused (see the directive)
-	Pos    conf.Pos
 }
 
 // NextUpstream is the proxy_next_upstream conditions, a bit set.
@@ -389,34 +250,19 @@ func (n NextUpstream) ForStatus(code int) NextUpstream {
 func defaults() LocConf {
 	return LocConf{
 		SetHeaders: []HeaderSetting{
-			{Name: "Host", Value: mustTemplate("$proxy_host")},
-			{Name: "Connection", Value: mustTemplate("close")},
+			{Name: "Host", Value: ownVariables.MustCompile("$proxy_host")},
+			{Name: "Connection", Value: ownVariables.MustCompile("close")},
 		},
-		HideHeaders:            nil,
-		ConnectTimeout:         60 * time.Second,
-		ReadTimeout:            60 * time.Second,
-		SendTimeout:            60 * time.Second,
-		NextUpstream:           NextError | NextTimeout,
-		Buffering:              true,
-		redirectDefault:        true,
-		ClientMaxBodySize:      1 << 20,
-		ClientHeaderTimeout:    60 * time.Second,
-		ClientBodyTimeout:      60 * time.Second,
-		ClientSendTimeout:      60 * time.Second,
-		KeepaliveTimeout:       75 * time.Second,
-		KeepaliveRequests:      1000,
-		LingeringClose:         LingeringOn,
-		LingeringTime:          30 * time.Second,
-		LingeringTimeout:       5 * time.Second,
-		ServerTokens:           true,
-		ClientHeaderBufferSize: 1 << 10,
-		LargeHeaderBuffers:     4,
-		LargeHeaderBufferSize:  8 << 10,
-		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
-		IgnoreInvalidHeaders:   true,
-		BufferSize:             os.Getpagesize(), // nginx's one page
-		PassRequestBody:        true,
-		PassRequestHeaders:     true,
+		HideHeaders:        nil,
+		ConnectTimeout:     60 * time.Second,
+		ReadTimeout:        60 * time.Second,
+		SendTimeout:        60 * time.Second,
+		NextUpstream:       NextError | NextTimeout,
+		Buffering:          true,
+		redirectDefault:    true,
+		BufferSize:         os.Getpagesize(), // nginx's one page
+		PassRequestBody:    true,
+		PassRequestHeaders: true,
 	}
 }
 
@@ -463,27 +309,6 @@ var inheritedFields = []struct {
 	{bitNextTimeout, func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
 	{bitBuffering, func(c, p *LocConf) { c.Buffering = p.Buffering }},
 	{bitRedirect, func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
-	{bitAddHeaders, func(c, p *LocConf) { c.AddHeaders = p.AddHeaders }},
-	{bitClientMaxBody, func(c, p *LocConf) { c.ClientMaxBodySize = p.ClientMaxBodySize }},
-	{bitClientHeaderTimeout, func(c, p *LocConf) { c.ClientHeaderTimeout = p.ClientHeaderTimeout }},
-	{bitClientBodyTimeout, func(c, p *LocConf) { c.ClientBodyTimeout = p.ClientBodyTimeout }},
-	{bitClientSendTimeout, func(c, p *LocConf) { c.ClientSendTimeout = p.ClientSendTimeout }},
-	{bitKeepaliveTimeout, func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
-	{bitKeepaliveRequests, func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
-	{bitLingeringClose, func(c, p *LocConf) { c.LingeringClose = p.LingeringClose }},
-	{bitLingeringTime, func(c, p *LocConf) { c.LingeringTime = p.LingeringTime }},
-	{bitLingeringTimeout, func(c, p *LocConf) { c.LingeringTimeout = p.LingeringTimeout }},
-	{bitServerTokens, func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
-	{bitErrorPages, func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
-	{bitClientHeaderBuffer, func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
-	{bitLargeHeaderBuffers, func(c, p *LocConf) {
-		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
-	}},
-	{bitClientBodyBuffer, func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
-	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
-	{bitIgnoreInvalid, func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
-	{bitUnderscores, func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
-	{bitRecursiveErrorPages, func(c, p *LocConf) { c.RecursiveErrorPages = p.RecursiveErrorPages }},
 	{bitInterceptErrors, func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
 	{bitBufferSize, func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
 	{bitMethod, func(c, p *LocConf) { c.Method = p.Method }},
@@ -599,6 +424,9 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 			return s.Errorf("\"proxy_pass\" cannot have URI part in named location")
 		}
 	}
+	if err := httpcore.SetContentHandler(c, s, lc.content, true); err != nil {
+		return err
+	}
 	lc.Pass = t
 	lc.set |= bitPass
 	return nil
@@ -612,10 +440,10 @@ func setProxySetHeader(c *conf.Cursor, s *conf.Stmt) error {
 		lc.SetHeaders = append([]HeaderSetting(nil), defaults().SetHeaders...)
 		lc.set |= bitSetHeaders
 	}
-	if !isToken(s.Args[0].Value) {
+	if !http1.IsToken(s.Args[0].Value) {
 		return s.InvalidValue(s.Args[0], "not a header field name")
 	}
-	t, err := CompileTemplate(s.Args[1].Value)
+	t, err := httpcore.CompileTemplate(c, s.Args[1].Value)
 	if err != nil {
 		return s.InvalidValue(s.Args[1], err.Error())
 	}
@@ -688,217 +516,15 @@ func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
-func setReturn(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	r := &Return{}
-	first := s.Args[0].Value
-	code, err := strconv.Atoi(first)
-	switch {
-	case err != nil && len(s.Args) == 1 && (strings.HasPrefix(first, "http://") || strings.HasPrefix(first, "https://") || strings.HasPrefix(first, "$scheme")):
-		r.Code = 302
-		if r.Text, err = CompileTemplate(first); err != nil {
-			return s.InvalidValue(s.Args[0], err.Error())
-		}
-	case err != nil || code < 100 || code > 999:
-		return s.InvalidValue(s.Args[0], "invalid return code")
-	default:
-		r.Code = code
-		if len(s.Args) == 2 {
-			if r.Text, err = CompileTemplate(s.Args[1].Value); err != nil {
-				return s.InvalidValue(s.Args[1], err.Error())
-			}
-		}
-	}
-	lc.Return = r
-	lc.set |= bitReturn
-	return nil
-}
-
-func setAddHeader(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	if lc.set&bitAddHeaders == 0 {
-		lc.AddHeaders = nil
-		lc.set |= bitAddHeaders
-	}
-	if !isToken(s.Args[0].Value) {
-		return s.InvalidValue(s.Args[0], "not a header field name")
-	}
-	t, err := CompileTemplate(s.Args[1].Value)
-	if err != nil {
-		return s.InvalidValue(s.Args[1], err.Error())
-	}
-	h := AddHeader{Name: s.Args[0].Value, Value: t}
-	if len(s.Args) == 3 {
-		if s.Args[2].Value != "always" {
-			return s.InvalidValue(s.Args[2], `it must be "always"`)
-		}
-		h.Always = true
-	}
-	lc.AddHeaders = append(lc.AddHeaders, h)
-	return nil
-}
-
-func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
-	n, err := conf.ParseSize(s.Args[0].Value)
-	if err != nil {
-		return s.InvalidValue(s.Args[0], "")
-	}
-	lc := locConf(c)
-	lc.ClientMaxBodySize = n
-	lc.set |= bitClientMaxBody
-	return nil
-}
-
-func setLingeringClose(c *conf.Cursor, s *conf.Stmt) error {
-	var v LingeringClose
-	switch strings.ToLower(s.Args[0].Value) { // nginx's enum values ignore case
-	case "on":
-		v = LingeringOn
-	case "off":
-		v = LingeringOff
-	case "always":
-		v = LingeringAlways
-	default:
-		return s.InvalidValue(s.Args[0], "")
-	}
-	lc := locConf(c)
-	lc.LingeringClose = v
-	lc.set |= bitLingeringClose
-	return nil
-}
-
-func setKeepaliveTimeout(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	d, err := conf.ParseTime(s.Args[0].Value)
-	if err != nil {
-		return s.InvalidValue(s.Args[0], "")
-	}
-	lc.KeepaliveTimeout, lc.KeepaliveHeader = d, 0
-	if len(s.Args) == 2 {
-		h, err := conf.ParseTime(s.Args[1].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[1], "")
-		}
-		lc.KeepaliveHeader = h
-	}
-	lc.set |= bitKeepaliveTimeout
-	return nil
-}
-
-func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	if lc.set&bitErrorPages == 0 {
-		lc.ErrorPages = nil
-		lc.set |= bitErrorPages
-	}
-	args := s.Args
-	target := args[len(args)-1].Value
-	args = args[:len(args)-1]
-	status := 0
-	if last := args[len(args)-1].Value; strings.HasPrefix(last, "=") {
-		status = -1
-		if len(last) > 1 {
-			n, err := strconv.Atoi(last[1:])
-			if err != nil || n < 100 || n > 999 {
-				return s.InvalidValue(args[len(args)-1], "")
-			}
-			status = n
-		}
-		args = args[:len(args)-1]
-	}
-	if len(args) == 0 {
-		return s.Errorf("invalid number of arguments in %q directive", s.Name)
-	}
-	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
-		!strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
-		return s.InvalidValue(s.Args[len(s.Args)-1], "it must be a URI, @name or an URL")
-	}
-	for _, a := range args {
-		code, err := strconv.Atoi(a.Value)
-		if err != nil || code < 300 || code > 599 {
-			return s.InvalidValue(a, "value must be between 300 and 599")
-		}
-		lc.ErrorPages = append(lc.ErrorPages, ErrorPage{Code: code, Status: status, Target: target, Pos: s.Pos})
-	}
-	return nil
-}
-
-func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
-	n, err := conf.ParseNumber(s.Args[0].Value)
-	if err != nil || n < 1 {
-		return s.InvalidValue(s.Args[0], "")
-	}
-	size, err := conf.ParseSize(s.Args[1].Value)
-	if err != nil || size < 128 || size > 1<<20 {
-		return s.InvalidValue(s.Args[1], "")
-	}
-	lc := locConf(c)
-	lc.LargeHeaderBuffers, lc.LargeHeaderBufferSize = n, int(size)
-	lc.set |= bitLargeHeaderBuffers
-	return nil
-}
-
-// setClientBodyTempPath is nginx's path slot: a directory (relative to the prefix)
-// and up to three levels of 1 or more digits each, 10 in all.
-func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
-	dir := strings.TrimSuffix(s.Args[0].Value, "/")
-	if dir == "" {
-		dir = "/"
-	}
-	p := &TempPath{Dir: c.Path(dir), Pos: s.Pos}
-	sum := 0
-	for _, a := range s.Args[1:] {
-		n, err := strconv.Atoi(a.Value)
-		if err != nil || n < 1 {
-			return s.InvalidValue(a, "")
-		}
-		sum += n
-		p.Levels = append(p.Levels, n)
-	}
-	if sum > 10 {
-		return s.InvalidValue(s.Args[len(s.Args)-1], "the levels take more than 10 digits")
-	}
-	lc := locConf(c)
-	lc.ClientBodyTemp = p
-	lc.set |= bitClientBodyTemp
-	return nil
-}
-
-// isToken reports an RFC 9110 token (a valid header field name).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenChar(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
 // check resolves every proxy_pass target once the whole file is read, when every
 // upstream block is known.
 func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
-	// Levels that did not set client_body_temp_path take nginx's default, in the prefix.
-	temp := &TempPath{Dir: filepath.Join(cfg.Prefix, "client_body_temp")}
-	defaultTemp := func(lc *LocConf) {
-		if lc.ClientBodyTemp == nil {
-			lc.ClientBodyTemp = temp
-		}
-	}
-	defaultTemp(cfg.HTTP.Conf(self).(*LocConf))
 	var walk func(locs []*conf.Location) error
 	walk = func(locs []*conf.Location) error {
 		for _, loc := range locs {
-			defaultTemp(loc.Conf(self).(*LocConf))
 			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil {
 				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
 				if err != nil {
@@ -913,37 +539,9 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		return nil
 	}
 	for _, srv := range cfg.HTTP.Servers {
-		defaultTemp(srv.Conf(self).(*LocConf))
 		if err := walk(srv.Locations); err != nil {
 			return err
 		}
 	}
-	markNameRulesVary(cfg, self)
 	return nil
-}
-
-// nameRules are the field name rules of a server-level config.
-func (lc *LocConf) nameRules() http1.NameRules {
-	return http1.NameRules{IgnoreInvalid: lc.IgnoreInvalidHeaders, AllowUnderscores: lc.UnderscoresInHeaders}
-}
-
-// markNameRulesVary flags the servers of every address whose servers do not all
-// drop the same field names: there the parser asks which server Host selects.
-func markNameRulesVary(cfg *conf.Config, self *conf.Module) {
-	byAddr := map[netip.AddrPort][]*LocConf{}
-	for _, srv := range cfg.HTTP.Servers {
-		for _, l := range srv.Listens {
-			byAddr[l.Addr] = append(byAddr[l.Addr], srv.Conf(self).(*LocConf))
-		}
-	}
-	for _, confs := range byAddr {
-		for _, lc := range confs {
-			if lc.nameRules() != confs[0].nameRules() {
-				for _, lc := range confs {
-					lc.nameRulesVary = true
-				}
-				break
-			}
-		}
-	}
 }

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/headers"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var testRegistry = conf.MustRegistry(upstream.Module, Module)
+var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, rewrite.Module, Module, headers.Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
@@ -33,6 +36,8 @@ func mustConf(t testing.TB, src string) *conf.Config {
 }
 
 func lc(l *conf.Location) *LocConf { return l.Conf(Module).(*LocConf) }
+
+func cc(l *conf.Location) *httpcore.LocConf { return httpcore.LocationConf(l) }
 
 func headerNames(hs []HeaderSetting) string {
 	var out []string
@@ -84,15 +89,16 @@ func TestDefaultsAndOverrides(t *testing.T) {
 	}
 }`)
 	a, b := lc(cfg.HTTP.Servers[0].Locations[0]), lc(cfg.HTTP.Servers[0].Locations[1])
-	if a.ReadTimeout != 5*time.Second || a.ConnectTimeout != 60*time.Second || a.ClientMaxBodySize != 10<<20 ||
-		a.HTTPMinor != 1 || a.Buffering || a.KeepaliveTimeout != 30*time.Second || a.KeepaliveHeader != 25*time.Second {
-		t.Errorf("a = %+v", a)
+	ac, bc := cc(cfg.HTTP.Servers[0].Locations[0]), cc(cfg.HTTP.Servers[0].Locations[1])
+	if a.ReadTimeout != 5*time.Second || a.ConnectTimeout != 60*time.Second || ac.ClientMaxBodySize != 10<<20 ||
+		a.HTTPMinor != 1 || a.Buffering || ac.KeepaliveTimeout != 30*time.Second || ac.KeepaliveHeader != 25*time.Second {
+		t.Errorf("a = %+v %+v", a, ac)
 	}
 	if a.NextUpstream != NextError|NextHTTP502|NextNonIdempotent || b.NextUpstream != 0 {
 		t.Errorf("next upstream %b %b", a.NextUpstream, b.NextUpstream)
 	}
-	if !a.ServerTokens || b.ServerTokens || b.HTTPMinor != 0 || !b.Buffering || b.KeepaliveRequests != 1000 {
-		t.Errorf("b = %+v", b)
+	if !ac.ServerTokens || bc.ServerTokens || b.HTTPMinor != 0 || !b.Buffering || bc.KeepaliveRequests != 1000 {
+		t.Errorf("b = %+v %+v", b, bc)
 	}
 }
 
@@ -139,114 +145,5 @@ func TestModuleErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q:\n err %v\nwant %s", src, err, want)
 		}
-	}
-}
-
-func TestReturnAndErrorPage(t *testing.T) {
-	cfg := mustConf(t, `http { server {
-	return 301 https://$host$request_uri;
-	location /a { return 200 "hello $remote_addr"; error_page 502 504 =200 /fallback; error_page 404 @named; }
-	location /b { return https://example.com/; }
-	location /c { return 204; }
-} }`)
-	srv := cfg.HTTP.Servers[0]
-	if r := srv.Conf(Module).(*LocConf).Return; r.Code != 301 || r.Text.String() != "https://$host$request_uri" {
-		t.Errorf("server return %+v", r)
-	}
-	a := lc(srv.Locations[0])
-	if a.Return.Code != 200 || !a.Return.Text.Uses(VarRemoteAddr) {
-		t.Errorf("a return %+v", a.Return)
-	}
-	if len(a.ErrorPages) != 3 || a.ErrorPages[1].Code != 504 || a.ErrorPages[1].Status != 200 || a.ErrorPages[2].Target != "@named" || a.ErrorPages[2].Status != 0 {
-		t.Errorf("error pages %+v", a.ErrorPages)
-	}
-	if r := lc(srv.Locations[1]).Return; r.Code != 302 {
-		t.Errorf("URL-only return %+v", r)
-	}
-	if r := lc(srv.Locations[2]).Return; r.Code != 204 || r.Text != nil {
-		t.Errorf("code-only return %+v", r)
-	}
-}
-
-func TestTemplatesWithNamingVars(t *testing.T) {
-	tests := map[string]string{
-		"plain":                      "plain",
-		"$host":                      "[host]",
-		"${host}name":                "[host]name",
-		"a$host-b":                   "a[host]-b",
-		"$http_user_agent":           "[http:user-agent]",
-		"$arg_Page":                  "[arg:Page]",
-		"cost: $ 5":                  "cost: $ 5",
-		"end$":                       "end$",
-		"$proxy_add_x_forwarded_for": "[proxy_add_x_forwarded_for]",
-	}
-	for in, want := range tests {
-		tmpl, err := CompileTemplate(in)
-		if err != nil {
-			t.Errorf("%q: %v", in, err)
-			continue
-		}
-		if got := string(tmpl.Append(nil, namingVars{})); got != want {
-			t.Errorf("%q = %q, want %q", in, got, want)
-		}
-	}
-	for _, bad := range []string{"$nosuch", "${host", "$1"} {
-		if _, err := CompileTemplate(bad); err == nil {
-			t.Errorf("%q compiled", bad)
-		}
-	}
-}
-
-// namingVars names each variable it is asked for; it tests the template machinery
-// alone (the real evaluation is tested through requests in the integration tests).
-type namingVars struct{}
-
-func (namingVars) AppendVar(dst []byte, id VarID, param string) []byte {
-	switch id {
-	case VarHost:
-		return append(dst, "[host]"...)
-	case VarHTTP:
-		return append(dst, "[http:"+param+"]"...)
-	case VarArg:
-		return append(dst, "[arg:"+param+"]"...)
-	case VarProxyAddXForwardedFor:
-		return append(dst, "[proxy_add_x_forwarded_for]"...)
-	}
-	return append(dst, "[?]"...)
-}
-
-// TestLingeringDirectives: nginx's defaults (on, 30s, 5s), values set at any level
-// and inherited, and lingering_close's values (any case, as nginx's enums).
-func TestLingeringDirectives(t *testing.T) {
-	cfg := mustConf(t, `http {
-	lingering_time 10s;
-	server {
-		lingering_close ALWAYS;
-		location /inherit { }
-		location /own { lingering_close off; lingering_timeout 1s; }
-	}
-	server { location / { } }
-}`)
-	s1, s2 := cfg.HTTP.Servers[0], cfg.HTTP.Servers[1]
-	for _, tc := range []struct {
-		l       *conf.Location
-		close   LingeringClose
-		time    time.Duration
-		timeout time.Duration
-	}{
-		{s1.Locations[0], LingeringAlways, 10 * time.Second, 5 * time.Second},
-		{s1.Locations[1], LingeringOff, 10 * time.Second, time.Second},
-		{s2.Locations[0], LingeringOn, 10 * time.Second, 5 * time.Second},
-	} {
-		c := lc(tc.l)
-		if c.LingeringClose != tc.close || c.LingeringTime != tc.time || c.LingeringTimeout != tc.timeout {
-			t.Errorf("%s: %d %v %v, want %d %v %v", tc.l.Path, c.LingeringClose, c.LingeringTime, c.LingeringTimeout, tc.close, tc.time, tc.timeout)
-		}
-	}
-	if d := mustConf(t, "http { server { location / { } } }"); lc(d.HTTP.Servers[0].Locations[0]).LingeringTime != 30*time.Second {
-		t.Error("lingering_time's default is not 30s")
-	}
-	if _, err := loadConf(t, "http { lingering_close sometimes; }"); err == nil || !strings.Contains(err.Error(), `invalid value "sometimes" in "lingering_close" directive`) {
-		t.Errorf("bad lingering_close: %v", err)
 	}
 }

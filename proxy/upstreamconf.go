@@ -7,12 +7,14 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 // Bind is a proxy_bind: the source address of upstream connections.
 type Bind struct {
-	Addr        netip.AddrPort // a fixed address (port 0: any); unset when Value has variables
-	Value       *Template      // an address with variables, parsed for each connection
+	Addr        netip.AddrPort     // a fixed address (port 0: any); unset when Value has variables
+	Value       *httpcore.Template // an address with variables, parsed for each connection
 	Transparent bool
 }
 
@@ -70,11 +72,11 @@ func setIgnoreHeaders(c *conf.Cursor, s *conf.Stmt) error {
 // sends whatever it is given, "X Y" included); one built from variables is checked
 // for each request.
 func setProxyMethod(c *conf.Cursor, s *conf.Stmt) error {
-	t, err := CompileTemplate(s.Args[0].Value)
+	t, err := httpcore.CompileTemplate(c, s.Args[0].Value)
 	if err != nil {
 		return s.InvalidValue(s.Args[0], err.Error())
 	}
-	if t.Static() && !isToken(s.Args[0].Value) {
+	if t.Static() && !http1.IsToken(s.Args[0].Value) {
 		return s.InvalidValue(s.Args[0], "not a method")
 	}
 	lc := locConf(c)
@@ -94,7 +96,7 @@ func setProxyBind(c *conf.Cursor, s *conf.Stmt) error {
 		return nil
 	}
 	b := &Bind{}
-	t, err := CompileTemplate(v)
+	t, err := httpcore.CompileTemplate(c, v)
 	if err != nil {
 		return s.InvalidValue(s.Args[0], err.Error())
 	}
@@ -155,8 +157,7 @@ func parseBindAddr(s string) (netip.AddrPort, bool) {
 // dialOptions are the socket settings of a connection to p for the current request:
 // proxy_connect_timeout, proxy_socket_keepalive and proxy_bind.
 func (ex *exchange) dialOptions(unixPath string) eventloop.DialOptions {
-	c := ex.c
-	lcf := c.lcf
+	lcf := ex.lc
 	o := eventloop.DialOptions{Unix: unixPath, Timeout: lcf.ConnectTimeout, KeepAlive: lcf.SocketKeepalive}
 	b := lcf.Bind
 	if b == nil {
@@ -167,13 +168,13 @@ func (ex *exchange) dialOptions(unixPath string) eventloop.DialOptions {
 		o.Local = b.Addr
 		return o
 	}
-	v := b.Value.Append(ex.w.scratch[:0], c)
+	v := b.Value.Append(ex.st.scratch[:0], ex.r)
 	if len(v) == 0 {
 		return o // an empty value binds nothing, as in nginx
 	}
 	a, ok := parseBindAddr(string(v))
 	if !ok {
-		ex.w.log.Error("invalid local address \""+string(v)+"\"", "client", c.remote.String())
+		ex.st.log.Error("invalid local address \""+string(v)+"\"", "client", ex.r.RemoteAddr().String())
 		return o
 	}
 	o.Local = a

@@ -45,10 +45,10 @@ func TestUpstreamDirectivesParse(t *testing.T) {
 		t.Errorf("proxy_ignore_headers %b %b", in.IgnoreHeaders, own.IgnoreHeaders)
 	}
 	if in.BufferSize <= 0 || own.BufferSize != 16<<10 || !in.PassRequestBody || !in.PassRequestHeaders || in.Method != nil ||
-		in.InterceptErrors || in.RecursiveErrorPages || in.IgnoreClientAbort || in.SocketKeepalive {
+		in.InterceptErrors || cc(locs[0]).RecursiveErrorPages || in.IgnoreClientAbort || in.SocketKeepalive {
 		t.Errorf("defaults: %+v", in)
 	}
-	if own.PassRequestBody || own.PassRequestHeaders || !own.InterceptErrors || !own.RecursiveErrorPages || !own.IgnoreClientAbort ||
+	if own.PassRequestBody || own.PassRequestHeaders || !own.InterceptErrors || !cc(locs[1]).RecursiveErrorPages || !own.IgnoreClientAbort ||
 		!own.SocketKeepalive || own.Method.String() != "$arg_m" || own.Bind.Value.String() != "$remote_addr" {
 		t.Errorf("own: %+v", own)
 	}

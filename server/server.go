@@ -15,11 +15,11 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/numa"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/numa/pool"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
-	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/tls"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ type loopSet struct {
 	plan     *domains.Plan
 	cpus     []int
 	loops    []*eventloop.Loop
-	workers  []*proxy.Worker
+	workers  []*httpcore.Worker
 	layers   []*tls.Layer // each loop's handler: TLS around its worker
 	router   *tlsRouter
 	tlsStats *tls.Stats
@@ -68,12 +68,12 @@ type Options struct {
 }
 
 // Start builds the loops and listeners of cfg and starts them.
-func Start(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger) (*Server, error) {
+func Start(cfg *conf.Config, snap *httpcore.Snapshot, log *slog.Logger) (*Server, error) {
 	return StartWith(cfg, snap, log, Options{})
 }
 
 // StartWith is Start with options.
-func StartWith(cfg *conf.Config, snap *proxy.Snapshot, log *slog.Logger, opts Options) (*Server, error) {
+func StartWith(cfg *conf.Config, snap *httpcore.Snapshot, log *slog.Logger, opts Options) (*Server, error) {
 	if opts.SysfsRoot == "" {
 		opts.SysfsRoot = numa.DefaultSysfsRoot
 	}
@@ -113,7 +113,7 @@ func layout(cfg *conf.Config, opts Options) (*domains.Plan, []int, error) {
 // newLoopSet builds and starts loops on cpus, with pools (reused when given),
 // listeners on every address of snap (adopting inherited sockets first) and
 // steering.
-func newLoopSet(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus []int, pools []*pool.Domain,
+func newLoopSet(cfg *conf.Config, snap *httpcore.Snapshot, plan *domains.Plan, cpus []int, pools []*pool.Domain,
 	inherited map[netip.AddrPort][]int, log *slog.Logger) (*loopSet, error) {
 	s := &loopSet{plan: plan, cpus: cpus, pools: pools, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log,
 		router: newTLSRouter(snap, nil), tlsStats: &tls.Stats{}}
@@ -173,12 +173,12 @@ func errString(err error) string {
 }
 
 // addLoop makes the loop for cpu with its worker, pool and start hook.
-func (s *loopSet) addLoop(cfg *conf.Config, snap *proxy.Snapshot, cpu int) error {
+func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) error {
 	dom := s.plan.DomainOf(cpu)
 	if dom < 0 {
 		dom = 0
 	}
-	w := proxy.NewWorker(snap, s.log, dom)
+	w := httpcore.NewWorker(snap, s.log, dom)
 	// Connections of addresses without ssl pass through the layer to the worker.
 	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: s.tlsStats})
 	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
@@ -234,7 +234,7 @@ func loopCPUs(m conf.Main, affinity []string, plan *domains.Plan) ([]int, error)
 }
 
 // listen opens, on every loop, a listener for each address of snap it lacks.
-func (s *loopSet) listen(cfg *conf.Config, snap *proxy.Snapshot, inheritedFDs map[netip.AddrPort][]int) error {
+func (s *loopSet) listen(cfg *conf.Config, snap *httpcore.Snapshot, inheritedFDs map[netip.AddrPort][]int) error {
 	for _, a := range snap.Routes.Addrs() {
 		opts := listenOptionsOf(cfg, a.Addr)
 		if lns := s.addrs[a.Addr]; lns != nil {
@@ -372,7 +372,7 @@ func listenOptionsOf(cfg *conf.Config, addr netip.AddrPort) eventloop.ListenOpti
 // Reload switches every worker to snap, opens listeners for new addresses and
 // retires those of addresses snap no longer has. When cfg asks for other loops, a
 // new set of loops takes over the same addresses and the old set drains.
-func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
+func (s *Server) Reload(cfg *conf.Config, snap *httpcore.Snapshot) error {
 	plan, cpus, err := layout(cfg, s.opts)
 	if err != nil {
 		return err
@@ -383,7 +383,7 @@ func (s *Server) Reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 	return s.loopSet.reload(cfg, snap)
 }
 
-func (s *loopSet) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
+func (s *loopSet) reload(cfg *conf.Config, snap *httpcore.Snapshot) error {
 	// Before the new listeners: the loops take the new router first (their task
 	// queues keep the order), so a new ssl address is never served in the clear.
 	s.router = newTLSRouter(snap, s.router)
@@ -408,7 +408,7 @@ func (s *loopSet) reload(cfg *conf.Config, snap *proxy.Snapshot) error {
 // addresses (new sockets join each SO_REUSEPORT group and the new program takes the
 // group over), then retires the old loops: their listeners take what is queued and
 // close (what races in migrates), and they drain within worker_shutdown_timeout.
-func (s *Server) rollover(cfg *conf.Config, snap *proxy.Snapshot, plan *domains.Plan, cpus []int) error {
+func (s *Server) rollover(cfg *conf.Config, snap *httpcore.Snapshot, plan *domains.Plan, cpus []int) error {
 	var reuse []*pool.Domain
 	if plan.String() == s.plan.String() {
 		reuse = s.pools // same domains: the arenas carry over

@@ -14,15 +14,18 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/headers"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/numa"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var registry = conf.MustRegistry(domains.Module, upstream.Module, proxy.Module, tls.Module)
+var registry = conf.MustRegistry(domains.Module, upstream.Module, httpcore.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
 
 // inVM is set by the two-node QEMU harness (integration/vm): the real topology then
 // has node 0 = CPUs 0-1 and node 1 = CPUs 2-3.
@@ -55,7 +58,7 @@ func startServer(t *testing.T, src string) (*Server, string, *bytes.Buffer) {
 }
 
 // loadSnapshot loads src as a configuration file.
-func loadSnapshot(t *testing.T, src string) (*conf.Config, *proxy.Snapshot) {
+func loadSnapshot(t *testing.T, src string) (*conf.Config, *httpcore.Snapshot) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.conf")
@@ -66,7 +69,7 @@ func loadSnapshot(t *testing.T, src string) (*conf.Config, *proxy.Snapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := proxy.NewSnapshot(cfg)
+	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

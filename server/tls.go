@@ -7,7 +7,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
-	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/tls"
 )
 
@@ -17,12 +17,12 @@ import (
 // worker, it keeps the previous snapshot for the addresses a reload removed,
 // whose listeners still empty their accept queues. It is read-only.
 type tlsRouter struct {
-	snap    *proxy.Snapshot
+	snap    *httpcore.Snapshot
 	configs map[*conf.Server]*tls.ServerConfig
 	prev    *tlsRouter
 }
 
-func newTLSRouter(snap *proxy.Snapshot, prev *tlsRouter) *tlsRouter {
+func newTLSRouter(snap *httpcore.Snapshot, prev *tlsRouter) *tlsRouter {
 	r := &tlsRouter{snap: snap, configs: map[*conf.Server]*tls.ServerConfig{}}
 	if prev != nil {
 		r.prev = &tlsRouter{snap: prev.snap, configs: prev.configs}
@@ -37,7 +37,7 @@ func newTLSRouter(snap *proxy.Snapshot, prev *tlsRouter) *tlsRouter {
 		}
 		sc := *tc.Built
 		// nginx times the handshake with the default server's client_header_timeout.
-		sc.HandshakeTimeout = srv.Conf(proxy.Module).(*proxy.LocConf).ClientHeaderTimeout
+		sc.HandshakeTimeout = httpcore.ServerConf(srv).ClientHeaderTimeout
 		r.configs[srv] = &sc
 	}
 	return r
@@ -72,7 +72,7 @@ func (r *tlsRouter) ByName(local netip.AddrPort, name string) *tls.ServerConfig 
 }
 
 // usesTLS reports whether some address of snap speaks TLS.
-func usesTLS(snap *proxy.Snapshot) bool {
+func usesTLS(snap *httpcore.Snapshot) bool {
 	for _, a := range snap.Routes.Addrs() {
 		if a.SSL {
 			return true

@@ -13,7 +13,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
-	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/server"
 )
 
@@ -75,7 +75,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	}
 	applyProcess(cfg, in.log)
 
-	snap, err := proxy.NewSnapshot(cfg)
+	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
 		return fatal(err.Error())
 	}
@@ -101,7 +101,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 		}
 	}
 
-	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+proxy.Version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
+	in.log.Log(nil, errorlog.LevelNotice, "numaproxy/"+httpcore.Version+" started", "pid", os.Getpid(), "config", cfg.File, "loops", len(in.server.Loops()))
 	in.notify.ready()
 	if err := daemon.ready(cfg); err != nil {
 		in.log.Log(nil, errorlog.LevelAlert, "daemon: "+err.Error())
@@ -178,7 +178,7 @@ func (in *instance) reload() {
 	for _, w := range cfg.Warnings {
 		in.log.Warn(w.Error())
 	}
-	snap, err := proxy.NewSnapshot(cfg)
+	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
 		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
 		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")

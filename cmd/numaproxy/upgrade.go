@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/numaproxy/numaproxy/errorlog"
-	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/server"
 	"golang.org/x/sys/unix"
 )
@@ -288,7 +288,7 @@ func (in *instance) carryOn(pid int) {
 	// SIGWINCH stopped this server: serve again on the sockets kept aside.
 	kept := in.up.kept
 	in.up.noaccept, in.up.kept = false, nil
-	snap, err := proxy.NewSnapshot(in.cfg)
+	snap, err := httpcore.NewSnapshot(in.cfg)
 	if err == nil {
 		var srv *server.Server
 		srv, err = server.StartWith(in.cfg, snap, in.log, server.Options{Inherited: adoptable(snap, kept)})
@@ -369,7 +369,7 @@ func dupListeners(fds map[netip.AddrPort][]int) (map[netip.AddrPort][]int, error
 
 // adoptable keeps the inherited sockets of the addresses snap listens on and
 // closes the others.
-func adoptable(snap *proxy.Snapshot, fds map[netip.AddrPort][]int) map[netip.AddrPort][]int {
+func adoptable(snap *httpcore.Snapshot, fds map[netip.AddrPort][]int) map[netip.AddrPort][]int {
 	want := map[netip.AddrPort]bool{}
 	for _, a := range snap.Routes.Addrs() {
 		want[a.Addr] = true

@@ -8,15 +8,15 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // revision is set at build time by the Makefile (-ldflags -X); the version is
-// proxy.Version, the one the Server header shows.
+// httpcore.Version, the one the Server header shows.
 var revision = ""
 
 func printVersion(w io.Writer, reg *conf.Registry, buildInfo bool) {
-	fmt.Fprintf(w, "numaproxy version: numaproxy/%s\n", proxy.Version)
+	fmt.Fprintf(w, "numaproxy version: numaproxy/%s\n", httpcore.Version)
 	if !buildInfo {
 		return
 	}

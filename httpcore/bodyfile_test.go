@@ -1,4 +1,4 @@
-package proxy
+package httpcore
 
 import (
 	"bytes"
@@ -13,10 +13,9 @@ func TestClientBodyDirectives(t *testing.T) {
 http {
   client_body_buffer_size 32k;
   client_body_temp_path spool/ 1 2;
-  upstream u { server 127.0.0.1:9; }
   server { listen 127.0.0.1:8080;
-    location /a { proxy_pass http://u; }
-    location /b { client_body_buffer_size 1m; client_body_temp_path /var/tmp/np; proxy_pass http://u; }
+    location /a { }
+    location /b { client_body_buffer_size 1m; client_body_temp_path /var/tmp/np; }
   }
   server { listen 127.0.0.1:8081; client_body_temp_path other; }
 }`)
@@ -27,11 +26,11 @@ http {
 	if b.ClientBodyBufferSize != 1<<20 || b.ClientBodyTemp.Dir != "/var/tmp/np" {
 		t.Errorf("own: %d %+v", b.ClientBodyBufferSize, b.ClientBodyTemp)
 	}
-	if s := serverConf(cfg.HTTP.Servers[1]); s.ClientBodyTemp.Dir != filepath.Join(cfg.Prefix, "other") {
+	if s := ServerConf(cfg.HTTP.Servers[1]); s.ClientBodyTemp.Dir != filepath.Join(cfg.Prefix, "other") {
 		t.Errorf("server: %+v", s.ClientBodyTemp)
 	}
 
-	def := mustConf(t, "events {}\nhttp { server { listen 127.0.0.1:8080; location / { return 200; } } }")
+	def := mustConf(t, "events {}\nhttp { server { listen 127.0.0.1:8080; location / { } } }")
 	d := lc(def.HTTP.Servers[0].Locations[0])
 	if d.ClientBodyBufferSize != 2*os.Getpagesize() || d.ClientBodyTemp.Dir != filepath.Join(def.Prefix, "client_body_temp") {
 		t.Errorf("defaults: %d %+v", d.ClientBodyBufferSize, d.ClientBodyTemp)
@@ -54,7 +53,7 @@ http {
 // TestTempPathCreated: NewSnapshot makes a missing client_body_temp_path directory
 // (mode 0700, the last component only, as nginx) and fails when it cannot.
 func TestTempPathCreated(t *testing.T) {
-	cfg := mustConf(t, "events {}\nhttp { server { listen 127.0.0.1:8080; location / { client_body_temp_path mine; return 200; } } }")
+	cfg := mustConf(t, "events {}\nhttp { server { listen 127.0.0.1:8080; location / { client_body_temp_path mine; } } }")
 	if _, err := NewSnapshot(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func TestBodyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.close()
+	defer f.Close()
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("the temp file has a name: %v", ents)
 	}
@@ -96,17 +95,17 @@ func TestBodyFile(t *testing.T) {
 		t.Fatalf("size %d, want %d", f.size, len(data))
 	}
 	got := make([]byte, 12345)
-	if err := f.readAt(got, 500003); err != nil || !bytes.Equal(got, data[500003:500003+12345]) {
+	if err := f.ReadAt(got, 500003); err != nil || !bytes.Equal(got, data[500003:500003+12345]) {
 		t.Fatalf("readAt: %v", err)
 	}
-	if err := f.readAt(got, f.size-10); err == nil {
+	if err := f.ReadAt(got, f.size-10); err == nil {
 		t.Fatal("read past the end")
 	}
-	f.close()
+	f.Close()
 	if f.open {
 		t.Fatal("still open")
 	}
-	f.close() // twice is harmless
+	f.Close() // twice is harmless
 
 	if _, err := openBodyFile(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("got %v for a missing directory", err)

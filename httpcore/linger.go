@@ -1,10 +1,11 @@
-package proxy
+package httpcore
 
 import (
 	"time"
 
-	"github.com/numaproxy/numaproxy/proxy/http1"
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 // Answers the client must be able to read although it is still sending. Closing a
@@ -18,7 +19,7 @@ import (
 
 // bodyUnread reports a request body announced in a parsed head and not (wholly)
 // read: still on the wire, or cut short while it was read.
-func (c *client) bodyUnread() bool {
+func (c *conn) bodyUnread() bool {
 	if c.state == csBody {
 		return true
 	}
@@ -30,15 +31,15 @@ func (c *client) bodyUnread() bool {
 // request can finish); else csDiscard: the connection reads on and the request
 // finishes when the body ends. It reports false for invalid chunked framing (the
 // state is csWait, nothing more is dropped).
-func (c *client) discardBody() bool {
+func (c *conn) discardBody() bool {
 	r := &c.req
 	c.bodyFate = bodyTaken
 	if r.Chunked() {
-		c.body = bodyChunked
+		c.body = BodyChunked
 		c.chunks.Reset()
 		c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
 	} else {
-		c.body = bodyLength
+		c.body = BodyLength
 		c.bodyLen = http1.NewLengthBody(r.ContentLength())
 	}
 	pending := c.in[c.headLen:]
@@ -47,7 +48,7 @@ func (c *client) discardBody() bool {
 	c.lingerUntil = time.Now().Add(c.lcf.LingeringTime)
 	c.setLingerTimer(c.lcf.LingeringTimeout)
 	c.paused = false
-	c.conn.ResumeRead() // also after a pause for the upstream's backpressure
+	c.conn.ResumeRead() // also after a pause for a pending's backpressure (PauseBody)
 	if _, err := c.dropBody(pending); err != nil {
 		c.state = csWait
 		c.conn.SetTimeout(0)
@@ -58,7 +59,7 @@ func (c *client) discardBody() bool {
 
 // bufferedChunksValid reports whether the part of a chunked body that came with the
 // head is valid framing so far (a body with a length always is).
-func (c *client) bufferedChunksValid() bool {
+func (c *conn) bufferedChunksValid() bool {
 	if !c.req.Chunked() {
 		return true
 	}
@@ -75,7 +76,7 @@ func (c *client) bufferedChunksValid() bool {
 
 // discardMore drops body bytes that arrived in csDiscard. nginx gives up (closes)
 // when the body stops coming for lingering_timeout or is not over by lingering_time.
-func (c *client) discardMore(data []byte) {
+func (c *conn) discardMore(data []byte) {
 	done, err := c.dropBody(data)
 	switch {
 	case err != nil:
@@ -93,14 +94,14 @@ func (c *client) discardMore(data []byte) {
 
 // dropBody drops data up to the end of the body; what follows is the next request's
 // and is kept. It reports whether the body ended, or invalid chunked framing.
-func (c *client) dropBody(data []byte) (bool, error) {
+func (c *conn) dropBody(data []byte) (bool, error) {
 	done := false
 	for len(data) > 0 && !done {
 		switch c.body {
-		case bodyLength:
+		case BodyLength:
 			data = data[len(c.bodyLen.Take(data)):]
 			done = c.bodyLen.Done()
-		case bodyChunked:
+		case BodyChunked:
 			n, _, err := c.chunks.Decode(data)
 			if err != nil {
 				return false, err
@@ -122,7 +123,7 @@ func (c *client) dropBody(data []byte) (bool, error) {
 }
 
 // setLingerTimer arms the read timer for d; 0 means at once, as for nginx.
-func (c *client) setLingerTimer(d time.Duration) {
+func (c *conn) setLingerTimer(d time.Duration) {
 	c.conn.SetTimeout(max(d, time.Nanosecond))
 }
 
@@ -130,8 +131,8 @@ func (c *client) setLingerTimer(d time.Duration) {
 // lingering_close on, when input may still come (a body not read or dropped whole,
 // pipelined bytes, bytes waiting in the socket); always, after any request; never with
 // off. A connection that timed out (408) closes at once.
-func (c *client) shouldLinger() bool {
-	if c.request == nil || c.state == csTunnel || c.status == 408 {
+func (c *conn) shouldLinger() bool {
+	if c.Request == nil || c.state == csTunnel || c.status == 408 {
 		return false
 	}
 	switch c.lcf.LingeringClose {
@@ -154,7 +155,7 @@ func (c *client) shouldLinger() bool {
 
 // linger closes the way nginx's lingering close does: sending is shut down once the
 // answer is out, and input read and dropped until the client ends.
-func (c *client) linger() {
+func (c *conn) linger() {
 	c.state = csLinger
 	c.release()
 	c.paused = false
@@ -165,7 +166,7 @@ func (c *client) linger() {
 }
 
 // lingerRead: input arrived while lingering; it was dropped.
-func (c *client) lingerRead() {
+func (c *conn) lingerRead() {
 	if c.conn.Queued() > 0 {
 		// lingering_time runs from the end of the answer, whose sending the write
 		// timeout bounds.
@@ -180,7 +181,7 @@ func (c *client) lingerRead() {
 }
 
 // lingerTimedOut: no input for lingering_timeout (or lingering_time is over).
-func (c *client) lingerTimedOut() {
+func (c *conn) lingerTimedOut() {
 	if c.conn.Queued() > 0 {
 		c.lingerRead() // still sending the answer: lingering has not begun
 		return

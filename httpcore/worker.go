@@ -1,4 +1,4 @@
-package proxy
+package httpcore
 
 import (
 	"log/slog"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/eventloop"
-	"github.com/numaproxy/numaproxy/upstream"
 )
 
 // Version is what the Server header and error pages say (server_tokens on).
@@ -17,41 +16,39 @@ var Version = "0.1.0"
 // connectionSerial numbers client connections for $connection, process-wide.
 var connectionSerial atomic.Uint64
 
-// Worker serves the connections of one loop. It is the loop's eventloop.Handler for
-// client connections; upstream connections get its backend handler. Everything in it
-// is touched only on its loop's thread, so it needs no locks.
+// Worker serves the client connections of one loop: it is the loop's
+// eventloop.Handler. Everything in it is touched only on its loop's thread, so it
+// needs no locks; modules keep their per-loop state in it (State).
 type Worker struct {
 	loop     *eventloop.Loop
 	snap     *Snapshot
 	prev     *Snapshot // the one before the last reload, for addresses it removed
 	log      *slog.Logger
-	backends backendHandler
 	numaNode int // the loop's domain, for $numa_node
+	states   [maxKeys]LoopState
 
-	freeRequests []*request // request states idle connections gave back, for reuse
-	balancers    map[*upstream.Group]*upstream.Balancer
-	idle         map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
-	freeIdle     []*idleConn                    // recycled idleConn structs
+	freeRequests []*Request // request states idle connections gave back, for reuse
 
-	scratch  []byte // builds heads; reused, never retained
-	body     []byte // builds local response bodies (return text); reused
+	scratch  []byte // builds response heads; reused, never retained
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
 	clients  int // open client connections, for tests and metrics
 }
 
-// NewWorker makes the worker of one loop; call SetLoop before the loop starts.
+// NewWorker makes the worker of one loop, with every module's loop state; call
+// SetLoop before the loop starts.
 func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 	host, _ := os.Hostname()
 	w := &Worker{
 		snap: snap, log: log, numaNode: numaNode, hostname: host,
-		balancers: map[*upstream.Group]*upstream.Balancer{},
-		idle:      map[upstream.PeerKey]*idleList{},
-		scratch:   make([]byte, 0, 16<<10),
-		body:      make([]byte, 0, 1<<10),
+		scratch: make([]byte, 0, 16<<10),
 	}
-	w.backends.w = w
+	for _, h := range snap.hooks {
+		if h.NewLoop != nil {
+			w.states[h.Key] = h.NewLoop(w)
+		}
+	}
 	return w
 }
 
@@ -59,30 +56,29 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 // its handler, so the two are tied after both exist).
 func (w *Worker) SetLoop(l *eventloop.Loop) { w.loop = l }
 
+// Loop is the worker's loop.
+func (w *Worker) Loop() *eventloop.Loop { return w.loop }
+
+// Log is the error log.
+func (w *Worker) Log() *slog.Logger { return w.log }
+
+// State is module key's state in this loop (Hooks.NewLoop).
+func (w *Worker) State(k Key) LoopState { return w.states[k] }
+
 // Reload switches the worker to a new snapshot at a safe point: it runs as a task on
 // the loop, between events. Requests in flight keep the snapshot they started with;
-// idle keep-alive connections serve their next request with the new one. Balancers
-// and idle upstream connections of groups that are gone are dropped.
+// idle keep-alive connections serve their next request with the new one. Each
+// module's loop state hears of it (LoopState.Reload).
 func (w *Worker) Reload(snap *Snapshot) error {
 	return w.loop.Run(func() { w.setSnapshot(snap) })
 }
 
 func (w *Worker) setSnapshot(snap *Snapshot) {
 	w.prev, w.snap = w.snap, snap
-	keep := map[upstream.PeerKey]bool{}
-	for _, g := range snap.Groups.List {
-		for _, p := range append(append([]*upstream.Peer(nil), g.Peers...), g.Backup...) {
-			keep[p.Key()] = true
+	for _, st := range w.states {
+		if st != nil {
+			st.Reload(snap)
 		}
-	}
-	for addr, l := range w.idle {
-		if !keep[addr] {
-			l.closeAll()
-			delete(w.idle, addr)
-		}
-	}
-	for g := range w.balancers {
-		delete(w.balancers, g) // new groups, new per-loop state
 	}
 }
 
@@ -94,16 +90,6 @@ func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
 		return w.prev
 	}
 	return w.snap
-}
-
-// balancer returns this loop's balancer for g.
-func (w *Worker) balancer(g *upstream.Group) *upstream.Balancer {
-	b := w.balancers[g]
-	if b == nil {
-		b = g.NewBalancer(uint64(time.Now().UnixNano()) ^ uint64(w.loop.CPU()+1)<<32)
-		w.balancers[g] = b
-	}
-	return b
 }
 
 // dateHeader returns the cached "Date: ...\r\n" line for now.
@@ -124,27 +110,27 @@ func (w *Worker) Clients() int { return w.clients }
 // OnOpen implements eventloop.Handler for accepted client connections.
 func (w *Worker) OnOpen(c eventloop.Conn) {
 	w.clients++
-	cl := newClient(w, c)
+	cl := newConn(w, c)
 	c.SetContext(cl)
 	cl.start()
 }
 
 // OnData implements eventloop.Handler.
-func (w *Worker) OnData(c eventloop.Conn, data []byte) { c.Context().(*client).onData(data) }
+func (w *Worker) OnData(c eventloop.Conn, data []byte) { c.Context().(*conn).onData(data) }
 
-// OnWriteBlocked implements eventloop.Handler: a slow client stops its upstream.
-func (w *Worker) OnWriteBlocked(c eventloop.Conn) { c.Context().(*client).onWriteBlocked() }
+// OnWriteBlocked implements eventloop.Handler: a slow client stops what feeds it.
+func (w *Worker) OnWriteBlocked(c eventloop.Conn) { c.Context().(*conn).onWriteBlocked() }
 
 // OnWritable implements eventloop.Handler.
-func (w *Worker) OnWritable(c eventloop.Conn) { c.Context().(*client).onWritable() }
+func (w *Worker) OnWritable(c eventloop.Conn) { c.Context().(*conn).onWritable() }
 
 // OnTimeout implements eventloop.Handler.
-func (w *Worker) OnTimeout(c eventloop.Conn) { c.Context().(*client).onTimeout() }
+func (w *Worker) OnTimeout(c eventloop.Conn) { c.Context().(*conn).onTimeout() }
 
 // OnClose implements eventloop.Handler.
 func (w *Worker) OnClose(c eventloop.Conn, err error) {
 	w.clients--
-	if cl, ok := c.Context().(*client); ok {
+	if cl, ok := c.Context().(*conn); ok {
 		cl.onClose(err)
 	}
 }

@@ -51,12 +51,15 @@ func contains(set string, b byte) bool {
 	return false
 }
 
-func isToken(s []byte) bool {
+func isToken(s []byte) bool { return IsToken(s) }
+
+// IsToken reports an RFC 9110 token: a valid field name or method.
+func IsToken[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false
 	}
-	for _, c := range s {
-		if byteClass[c]&classToken == 0 {
+	for i := 0; i < len(s); i++ {
+		if byteClass[s[i]]&classToken == 0 {
 			return false
 		}
 	}

@@ -3,7 +3,7 @@ package http1_test
 import (
 	"fmt"
 
-	"github.com/numaproxy/numaproxy/proxy/http1"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
 func Example() {

@@ -1,5 +1,5 @@
-// Package http1 parses and frames HTTP/1.1 messages for the proxy's data path
-// (RFC 9112).
+// Package http1 parses and frames HTTP/1.1 messages (RFC 9112): the HTTP core's
+// client requests and the proxy's upstream responses.
 //
 // The parsers are strict, incremental and allocation-free. The caller owns the
 // buffer: it appends bytes as they arrive and hands the whole buffer to Parse

@@ -1,0 +1,270 @@
+package httpcore
+
+import "github.com/numaproxy/numaproxy/httpcore/http1"
+
+// BodyMode is how ReadBody reads a request body.
+type BodyMode uint8
+
+const (
+	// StreamBody hands the data to the pending's BodyData as it arrives.
+	StreamBody BodyMode = iota
+	// BufferBody reads the body whole first, as nginx buffers request bodies: in
+	// memory up to client_body_buffer_size, beyond it in an unlinked temporary file
+	// in client_body_temp_path (TakeBody); then BodyEnd, BodyLength its length.
+	BufferBody
+	// CountBody reads the body whole and drops it, counting its bytes (BodyLength).
+	CountBody
+)
+
+// BodyFraming sets up reading the request body and reports its framing: none (also
+// for a request that goes on as GET), a Content-Length (BodyLength), or chunked. Its
+// Content-Length was checked against client_max_body_size when the location was
+// chosen; a chunked body is checked as it arrives.
+func (r *Request) BodyFraming() BodyKind {
+	req := &r.req
+	r.bodyTotal, r.contentLength = 0, 0
+	switch {
+	case r.internalGET:
+		r.body = BodyNone
+	case req.Chunked():
+		r.body = BodyChunked
+		r.chunks.Reset()
+	case req.ContentLength() > 0:
+		r.body = BodyLength
+		r.bodyLen = http1.NewLengthBody(req.ContentLength())
+		r.contentLength = req.ContentLength()
+	default:
+		r.body = BodyNone
+	}
+	return r.body
+}
+
+// Body is the body's framing as BodyFraming found it; BodyLength once a body read
+// whole ended.
+func (r *Request) Body() BodyKind { return r.body }
+
+// BodyLength is the body's length: its Content-Length, or once a body read whole
+// (BufferBody, CountBody) ended, the length read.
+func (r *Request) BodyLength() int64 { return r.contentLength }
+
+// ReadBody reads the request body framed by BodyFraming for p, which becomes the
+// request's pending: the data goes to p.BodyData (StreamBody), or is read whole
+// first; p.BodyEnd follows the last byte, or comes at once without a body. A client
+// that asked for it gets 100 Continue first. An invalid or too large body is
+// answered (400, 413) after p is aborted; a client that stops sending for
+// client_body_timeout is closed.
+func (r *Request) ReadBody(p Pending, mode BodyMode) {
+	c := r.c
+	r.pending = p
+	if r.body == BodyNone {
+		c.state = csWait
+		p.BodyEnd()
+		return
+	}
+	if r.req.ExpectContinue() && r.req.ProtoMinor() == 1 {
+		c.conn.Write(continue100)
+	}
+	r.buffering, r.countOnly = mode != StreamBody, mode == CountBody
+	c.state = csBody
+	c.bodyFate = bodyTaken
+	// Chunk extensions and trailers are not passed on, but they are read: bound them
+	// as the head is bounded (nginx skips any amount).
+	c.chunks.MaxOverhead = c.lcf.LargeHeaderBuffers * c.lcf.LargeHeaderBufferSize
+	c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+	pending := c.in[c.headLen:]
+	c.in = c.in[:c.headLen]
+	c.takeBody(pending)
+}
+
+// TakeBody hands over a body read whole (BufferBody): the part in memory, a pool
+// buffer the caller puts back to the loop's pool, and the part in a temporary file,
+// which the caller closes. Either may be empty.
+func (r *Request) TakeBody() ([]byte, BodyFile) {
+	b, f := r.bodyBuf, r.spool
+	r.bodyBuf, r.spool = nil, BodyFile{}
+	return b, f
+}
+
+// BodyUnread reports a request body announced in the head and not (wholly) read:
+// still on the wire, or cut short while it was read.
+func (r *Request) BodyUnread() bool { return r.c.bodyUnread() }
+
+// ReadingBody reports that the request body is being read (ReadBody, not ended).
+func (r *Request) ReadingBody() bool { return r.c.state == csBody }
+
+// takeBody passes request body bytes on; what follows the body is the next
+// pipelined request and is kept.
+func (c *conn) takeBody(data []byte) {
+	for len(data) > 0 && c.state == csBody {
+		switch c.body {
+		case BodyLength:
+			part := c.bodyLen.Take(data)
+			data = data[len(part):]
+			c.bodyTotal += int64(len(part))
+			if c.buffering {
+				if !c.bufferChunk(part) {
+					return
+				}
+			} else if len(part) > 0 {
+				c.pending.BodyData(part)
+			}
+			if c.bodyLen.Done() {
+				c.endBody()
+			}
+		case BodyChunked:
+			n, chunk, err := c.chunks.Decode(data)
+			if err != nil {
+				c.abortBody()
+				c.keepAlive = false
+				c.failRequest(400)
+				return
+			}
+			c.bodyTotal += int64(len(chunk))
+			if c.bodyTooLarge() {
+				c.abortBody()
+				c.keepAlive = false
+				c.failRequest(413)
+				return
+			}
+			if c.buffering {
+				if !c.bufferChunk(chunk) {
+					return
+				}
+			} else if len(chunk) > 0 {
+				c.pending.BodyData(chunk)
+			}
+			data = data[n:]
+			if c.chunks.Done() {
+				c.endBody()
+			}
+		}
+	}
+	if c.state == csBody && !c.buffering {
+		c.pending.BodyRead() // the pieces are in the loop's read buffer
+	}
+	if len(data) > 0 {
+		c.keep(data)
+		c.paused = true
+		c.conn.PauseRead()
+	}
+}
+
+// endBody: the whole body was read.
+func (c *conn) endBody() {
+	if c.buffering {
+		c.bufferedDone()
+		return
+	}
+	c.bodyDone()
+}
+
+// bodyTooLarge checks client_max_body_size, which counts data bytes only.
+func (c *conn) bodyTooLarge() bool {
+	max := c.lcf.ClientMaxBodySize
+	return max > 0 && c.bodyTotal > max
+}
+
+// abortBody drops the pending answer, if there is one, and a body read so far.
+func (c *conn) abortBody() {
+	if c.Request == nil {
+		return
+	}
+	c.abortPending()
+	c.releaseBodyBuf()
+}
+
+// bodyDone: the whole request is read.
+func (c *conn) bodyDone() {
+	c.state = csWait
+	c.conn.SetTimeout(0)
+	c.pending.BodyEnd()
+}
+
+// bufferChunk keeps data of a body read whole: in memory up to
+// client_body_buffer_size, in a temp file beyond. It reports false when it failed and
+// answered the client.
+func (c *conn) bufferChunk(data []byte) bool {
+	if c.countOnly {
+		return true // counted (bodyTotal), not kept
+	}
+	limit := c.lcf.ClientBodyBufferSize
+	for len(data) > 0 {
+		if c.bodyBuf == nil {
+			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
+		}
+		if len(c.bodyBuf) == limit {
+			if !c.spill(c.bodyBuf) {
+				return false
+			}
+			c.bodyBuf = c.bodyBuf[:0]
+		}
+		if len(c.bodyBuf) == 0 && len(data) > limit && c.spool.open {
+			return c.spill(data) // no copy through the buffer
+		}
+		k := min(limit-len(c.bodyBuf), len(data))
+		c.bodyBuf = append(c.bodyBuf, data[:k]...)
+		data = data[k:]
+	}
+	return true
+}
+
+// spill appends p to the body's temp file, creating it first. It reports false when
+// it failed and answered the client (500, as nginx).
+func (c *conn) spill(p []byte) bool {
+	if !c.spool.open {
+		dir := c.lcf.ClientBodyTemp.Dir
+		f, err := openBodyFile(dir)
+		if err != nil {
+			c.w.log.Error(err.Error(), "client", c.remote.String())
+			return c.bodyFailed()
+		}
+		c.spool = f
+		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
+	}
+	if err := c.spool.write(p); err != nil {
+		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
+		return c.bodyFailed()
+	}
+	return true
+}
+
+// bodyFailed answers 500 to a request whose body could not be kept.
+func (c *conn) bodyFailed() bool {
+	c.abortBody()
+	c.keepAlive = false
+	c.failRequest(500)
+	return false
+}
+
+// bufferedDone: a body read whole ended; its length is known now.
+func (c *conn) bufferedDone() {
+	c.buffering = false
+	c.body = BodyLength
+	if c.spool.open {
+		if len(c.bodyBuf) > 0 && !c.spill(c.bodyBuf) {
+			return
+		}
+		c.putBodyBuf()
+	}
+	c.contentLength = c.spool.size + int64(len(c.bodyBuf))
+	if c.countOnly {
+		c.contentLength = c.bodyTotal
+	}
+	c.bodyDone()
+}
+
+// releaseBodyBuf returns the body buffer to the pool and closes the body's temp file.
+func (c *conn) releaseBodyBuf() {
+	if c.Request == nil {
+		return
+	}
+	c.putBodyBuf()
+	c.spool.Close()
+}
+
+func (c *conn) putBodyBuf() {
+	if c.bodyBuf != nil {
+		c.conn.Loop().Pool().Put(c.bodyBuf[:cap(c.bodyBuf)])
+		c.bodyBuf = nil
+	}
+}

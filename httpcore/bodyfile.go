@@ -1,0 +1,112 @@
+package httpcore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// A request body that must be read whole before it goes upstream (a chunked body
+// for an HTTP/1.0 upstream, as nginx buffers request bodies) is kept in memory up to
+// client_body_buffer_size; beyond it, the body goes on to a temporary file in
+// client_body_temp_path, as nginx does, and is sent from there with its length. The
+// file stays open until the exchange ends, so a retry on the next server resends the
+// whole body from it. It is created unlinked (O_TMPFILE, else open and unlink at
+// once): a crash leaves nothing behind.
+//
+// What blocks the loop: regular files have no readiness for epoll to report, so
+// their I/O runs inline. Creating the file is a metadata operation in the temp
+// directory. A write copies into the page cache and returns without waiting for the
+// disk unless the kernel throttles a task that dirties pages faster than they are
+// written back (balance_dirty_pages) or memory is short. Reading back (pread into a
+// pool buffer, when the upstream socket has room) is served from the page cache the
+// writes filled, and waits for the disk only if those pages were evicted meanwhile.
+// The proxy reads it back into pool buffers as the upstream socket takes them.
+
+// BodyFile is a request body spooled to an unlinked temporary file.
+type BodyFile struct {
+	fd   int
+	open bool
+	size int64 // bytes written
+}
+
+// tempSerial names temp files when O_TMPFILE is not available.
+var tempSerial atomic.Uint64
+
+// openBodyFile creates an unlinked temporary file in dir.
+func openBodyFile(dir string) (BodyFile, error) {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		return BodyFile{fd: fd, open: true}, nil
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+		return BodyFile{}, fmt.Errorf("open() %q failed: %w", dir, err)
+	}
+	// The filesystem has no O_TMPFILE: a fresh name, unlinked at once.
+	for {
+		name := dir + "/" + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSerial.Add(1), 10)
+		fd, err = unix.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return BodyFile{}, fmt.Errorf("open() %q failed: %w", name, err)
+		}
+		if err := unix.Unlink(name); err != nil {
+			unix.Close(fd)
+			return BodyFile{}, fmt.Errorf("unlink() %q failed: %w", name, err)
+		}
+		return BodyFile{fd: fd, open: true}, nil
+	}
+}
+
+// IsOpen reports a file that holds (part of) a body.
+func (f *BodyFile) IsOpen() bool { return f.open }
+
+// Size is the bytes written to the file.
+func (f *BodyFile) Size() int64 { return f.size }
+
+// write appends p to the file.
+func (f *BodyFile) write(p []byte) error {
+	for len(p) > 0 {
+		n, err := unix.Write(f.fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("write() to temp file failed: %w", err)
+		}
+		f.size += int64(n)
+		p = p[n:]
+	}
+	return nil
+}
+
+// ReadAt fills p from offset off.
+func (f *BodyFile) ReadAt(p []byte, off int64) error {
+	for len(p) > 0 {
+		n, err := unix.Pread(f.fd, p, off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("pread() from temp file failed: %w", err)
+		case n == 0:
+			return errors.New("pread() from temp file: unexpected end of file")
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return nil
+}
+
+// Close closes the file (it has no name: its blocks are freed).
+func (f *BodyFile) Close() {
+	if f.open {
+		unix.Close(f.fd)
+		*f = BodyFile{}
+	}
+}

@@ -1,0 +1,478 @@
+package httpcore
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/httpcore/route"
+)
+
+// connState is where a client connection is in its request cycle.
+type connState uint8
+
+const (
+	csHead    connState = iota // waiting for, or reading, a request head
+	csBody                     // the request body is being read for a content handler
+	csWait                     // the request is read; its response is being produced
+	csTunnel                   // upgraded: bytes pass both ways untouched
+	csDiscard                  // answered without the request body, which is read and dropped
+	csLinger                   // closing: sending is shut down, input is read and dropped until the client ends
+	csClosed
+)
+
+// bodyFate is what became of a request body announced in the head.
+type bodyFate uint8
+
+const (
+	bodyOnWire  bodyFate = iota // not read yet
+	bodyRefused                 // 413 for its length: to be dropped, and not checked again
+	bodyTaken                   // read for a content handler, or being dropped
+	bodyDropped                 // dropped whole: nothing of the request is left unread
+)
+
+// conn is one client connection. What only a request in progress needs (its parsed
+// head, routing, body framing, its response) is in a Request taken from the worker
+// when bytes arrive and given back when the connection goes idle, so an idle
+// keep-alive connection holds a small struct and no buffer.
+type conn struct {
+	w      *Worker
+	conn   eventloop.Conn
+	id     uint64
+	local  netip.AddrPort
+	remote netip.AddrPort
+	state  connState
+
+	// in is the input not served yet, a window of inBuf (pooled) that starts at the
+	// request being read or served: its head, then what came after it. Both are nil
+	// when idle.
+	in       []byte
+	inBuf    []byte
+	headLen  int
+	requests int  // requests started on this connection
+	driving  bool // inside drive: finishing a request must not recurse into the next
+	paused   bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
+	// headTimer: client_header_timeout is running for the head being read.
+	headTimer bool
+	// outBlocked: output is above the high watermark (OnWriteBlocked until
+	// OnWritable); no more is read and no next request started meanwhile.
+	outBlocked bool
+	// ownWatermarks: the connection has a content handler's watermarks until the
+	// response ends (SetWriteWatermarks).
+	ownWatermarks bool
+	keepAlive     bool
+	srvConf       *LocConf  // the server's config (the default server's until a request names one)
+	lcf           *LocConf  // the location's config, else srvConf
+	lingerUntil   time.Time // csDiscard, csLinger: the end of lingering_time
+
+	*Request // nil while idle
+}
+
+// takeRequest gives the connection request state for the bytes that arrived.
+func (c *conn) takeRequest() {
+	if c.Request != nil {
+		return
+	}
+	w := c.w
+	if n := len(w.freeRequests); n > 0 {
+		c.Request = w.freeRequests[n-1]
+		w.freeRequests[n-1] = nil
+		w.freeRequests = w.freeRequests[:n-1]
+	} else {
+		c.Request = &Request{}
+	}
+	c.Request.c = c
+	dsc := c.defaultServerConf()
+	c.req.Limits = dsc.Limits()
+	c.req.Names, c.req.NamesByHost = dsc.NameRules(), nil
+	if dsc.nameRulesVary {
+		c.req.NamesByHost = c
+	}
+}
+
+// giveRequest returns the request state to the worker (its buffers went back first).
+// A pending answer ends first: another connection may take the state next.
+func (c *conn) giveRequest() {
+	r := c.Request
+	if r == nil {
+		return
+	}
+	r.abortPending()
+	c.Request = nil
+	r.c = nil
+	r.req.Reset()
+	r.snap, r.srv, r.loc, r.prefix = nil, nil, nil, ""
+	if len(c.w.freeRequests) < maxFreeRequests {
+		c.w.freeRequests = append(c.w.freeRequests, r)
+	}
+}
+
+// maxFreeRequests bounds the request states a worker keeps for reuse.
+const maxFreeRequests = 1024
+
+func newConn(w *Worker, c eventloop.Conn) *conn {
+	return &conn{w: w, conn: c, id: connectionSerial.Add(1), local: c.LocalAddr(), remote: c.RemoteAddr()}
+}
+
+// defaultServerConf is the core config of the listen address's default server,
+// which governs a connection until a request names its server (nginx does the same).
+func (c *conn) defaultServerConf() *LocConf {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+		return ServerConf(a.Default)
+	}
+	return DefaultConf()
+}
+
+func (c *conn) start() {
+	c.srvConf = c.defaultServerConf()
+	c.lcf = c.srvConf
+	c.conn.SetIdle(false)
+	c.conn.SetWriteTimeout(c.srvConf.SendTimeout)
+	// client_header_timeout runs from the accept for the first request's head.
+	c.conn.SetTimeout(c.srvConf.ClientHeaderTimeout)
+	c.headTimer = true
+}
+
+// keep appends data to the unserved input. Serving a request moves the start of the
+// window c.in past it without copying; bytes are moved down (or to a bigger buffer)
+// only when the window reaches the end of inBuf. data may lie inside inBuf after
+// c.in (what followed a head, given back after the body): that always fits in place.
+func (c *conn) keep(data []byte) {
+	if len(c.in)+len(data) <= cap(c.in) {
+		c.in = append(c.in, data...)
+		return
+	}
+	n := len(c.in) + len(data)
+	buf := c.inBuf
+	if n > len(buf) {
+		buf = c.conn.Loop().Pool().Get(max(c.defaultServerConf().ClientHeaderBufferSize, n))
+		buf = buf[:cap(buf)]
+	}
+	copy(buf[copy(buf, c.in):], data)
+	if c.inBuf != nil && &buf[0] != &c.inBuf[0] {
+		c.conn.Loop().Pool().Put(c.inBuf)
+	}
+	c.inBuf, c.in = buf, buf[:n]
+	if c.Request != nil && c.req.Done() {
+		c.req.Parse(c.in) // the parsed head moved: point its fields at the new place
+	}
+}
+
+// releaseIn gives the input buffer back.
+func (c *conn) releaseIn() {
+	if c.inBuf != nil {
+		c.conn.Loop().Pool().Put(c.inBuf)
+	}
+	c.inBuf, c.in = nil, nil
+}
+
+func (c *conn) onData(data []byte) {
+	switch c.state {
+	case csHead, csWait:
+		// A head in progress, or the next pipelined request: keep it.
+		c.keep(data)
+		c.drive()
+	case csBody:
+		c.conn.SetTimeout(c.lcf.ClientBodyTimeout)
+		c.takeBody(data)
+		c.drive()
+	case csTunnel:
+		if c.pending != nil {
+			c.pending.TunnelData(data)
+		}
+	case csDiscard:
+		c.discardMore(data)
+	case csLinger:
+		c.lingerRead()
+	}
+}
+
+// drive parses and serves the requests waiting in the buffer, one after another,
+// until one goes asynchronous, the output blocks or the buffer runs out; then it
+// decides whether to read on.
+func (c *conn) drive() {
+	if c.driving {
+		return
+	}
+	c.driving = true
+	defer func() { c.driving = false }()
+	for c.state == csHead && len(c.in) > 0 && !c.outBlocked {
+		c.takeRequest()
+		n, err := c.req.Parse(c.in)
+		if errors.Is(err, http1.ErrNeedMore) {
+			if !c.headTimer {
+				// client_header_timeout bounds the whole head from its first byte
+				// (a pipelined one's from the end of the request before it), as in
+				// nginx; it is not restarted by each read, so a head sent a byte at
+				// a time cannot hold the connection.
+				c.headTimer = true
+				c.conn.SetIdle(false)
+				c.conn.SetTimeout(c.defaultServerConf().ClientHeaderTimeout)
+			}
+			break
+		}
+		c.requests++
+		c.begin()
+		if pe, ok := err.(*http1.ParseError); ok {
+			c.keepAlive = false
+			status := pe.Status
+			if status == 400 && pe.Reason == reason(statusHeaderTooLarge) {
+				status = statusHeaderTooLarge
+			}
+			c.respondStatus(status)
+			return
+		}
+		c.headLen = n
+		c.handle()
+	}
+	c.gateRead()
+}
+
+// gateRead reads the client only while that cannot pile up, as nginx, which reads
+// nothing while a response is being sent: not while the output is above the high
+// watermark (between requests or waiting for a response), nor, while a request is
+// served, once the pipelined input after it reaches the size of the largest head
+// (large_client_header_buffers). Reading for a request body is the content
+// handler's to pace.
+func (c *conn) gateRead() {
+	stop := false
+	switch c.state {
+	case csHead:
+		stop = c.outBlocked
+	case csWait:
+		stop = c.outBlocked || len(c.in)-c.headLen >= c.req.Limits.MaxHeadSize
+	default:
+		return
+	}
+	c.paused = stop
+	if stop {
+		c.conn.PauseRead()
+	} else {
+		c.conn.ResumeRead()
+	}
+}
+
+// begin starts a request: its snapshot, clock and server.
+func (c *conn) begin() {
+	c.takeRequest()
+	r := c.Request
+	r.snap = c.w.snapshotFor(c.local)
+	r.started = time.Now()
+	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
+	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
+	r.body, r.buffering, r.logged, r.headerSent = BodyNone, false, false, false
+	r.srv, r.loc, r.prefix = nil, nil, ""
+	c.srvConf = c.defaultServerConf()
+	c.lcf = c.srvConf
+	if a := r.snap.Routes.Addr(c.local); a != nil {
+		r.srv = a.Default
+	}
+	c.conn.SetIdle(false)
+	c.conn.SetTimeout(0) // the head is in: client_header_timeout is over
+	c.headTimer = false
+	if c.paused {
+		// Pipelined input waited for this request; its body, if any, is read now.
+		c.paused = false
+		c.conn.ResumeRead()
+	}
+}
+
+// handle starts a parsed request through the phases, after the core's own checks:
+// the server Host selects, the target's form, the path normalised into $uri.
+func (c *conn) handle() {
+	r := &c.req
+	c.bodyFate = bodyOnWire
+	if a := c.snap.Routes.Addr(c.local); a != nil {
+		c.srv = a.Server(r.Host())
+		c.srvConf = ServerConf(c.srv)
+		c.lcf = c.srvConf
+	}
+	c.keepAlive = r.KeepAlive() // and the location's keepalive_* (appendConnection)
+	if r.TargetForm() == http1.AsteriskForm || r.TargetForm() == http1.AuthorityForm {
+		// OPTIONS * and CONNECT are not for a reverse proxy.
+		c.keepAlive = false
+		c.respondStatus(405)
+		return
+	}
+	pool := c.conn.Loop().Pool()
+	c.uriBuf = pool.Get(len(r.Path()) + 1)[:0]
+	uri, err := route.Normalize(c.uriBuf, r.Path())
+	if err != nil {
+		c.keepAlive = false
+		c.respondStatus(400)
+		return
+	}
+	c.uriBuf = uri
+	c.phase = 0
+	c.Request.RunPhases()
+}
+
+// finish ends the current request: the connection goes idle for the next one (or on
+// to a pipelined request) or closes.
+func (c *conn) finish() {
+	if c.state == csClosed {
+		c.release() // the end of a pending answer that outlived its client (ClientGone)
+		return
+	}
+	c.logRequest()
+	pool := c.conn.Loop().Pool()
+	if c.Request != nil && c.uriBuf != nil {
+		pool.Put(c.uriBuf[:cap(c.uriBuf)])
+		c.uriBuf = nil
+	}
+	c.abortPending() // a pending answer never outlives its request
+	if c.ownWatermarks {
+		c.ownWatermarks = false
+		c.conn.SetWriteWatermarks(0, 0)
+	}
+	if !c.keepAlive || c.w.loop.Draining() {
+		c.close()
+		return
+	}
+	// Keep only what came after this request: the window moves past it.
+	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
+	c.req.Reset()
+	c.state = csHead
+	c.headTimer = false
+	if len(c.in) == 0 {
+		// Idle: hold no buffer and no request state.
+		c.releaseIn()
+		c.releaseBodyBuf()
+		c.giveRequest()
+		c.conn.SetIdle(true)
+		c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
+	}
+	c.drive() // the next pipelined request unless the output is blocked, and reading
+}
+
+// close ends the connection after what is queued is sent, lingering (linger.go)
+// when the client may still be sending.
+func (c *conn) close() {
+	if c.state == csClosed || c.state == csLinger {
+		return
+	}
+	if c.shouldLinger() {
+		c.linger()
+		return
+	}
+	c.closeAfterFlush()
+}
+
+// closeAfterFlush closes once what is queued is sent, reading no more.
+func (c *conn) closeAfterFlush() {
+	if c.state == csClosed {
+		c.release() // the end of a pending answer that outlived its client (ClientGone)
+		return
+	}
+	c.state = csClosed
+	c.release()
+	c.conn.SetTimeout(c.lcf.SendTimeout) // bound the final flush
+	c.conn.Close()
+}
+
+// release returns the connection's buffers to the pool.
+func (c *conn) release() {
+	if c.Request != nil && c.pending != nil {
+		if c.state == csClosed && c.pending.ClientGone() {
+			return // it runs on, and calls Finish when it ends
+		}
+		c.abortPending() // it may live in the request state given back below
+	}
+	c.logRequest() // before the input goes: $request lies in it
+	pool := c.conn.Loop().Pool()
+	c.releaseIn()
+	if c.Request == nil {
+		return
+	}
+	if c.uriBuf != nil {
+		pool.Put(c.uriBuf[:cap(c.uriBuf)])
+		c.uriBuf = nil
+	}
+	c.releaseBodyBuf()
+	c.giveRequest()
+}
+
+// onWriteBlocked: the client reads slower than it is answered. What feeds it is
+// paused, and so is reading the client between requests (send_timeout, the
+// connection's write timeout, closes a client that does not read at all).
+func (c *conn) onWriteBlocked() {
+	c.outBlocked = true
+	if c.Request != nil && c.pending != nil {
+		c.pending.ClientBlocked()
+	}
+	c.gateRead()
+}
+
+func (c *conn) onWritable() {
+	c.outBlocked = false
+	if c.Request != nil && c.pending != nil {
+		c.pending.ClientWritable()
+	}
+	c.drive() // the pipelined requests that waited, then reading again
+}
+
+func (c *conn) onTimeout() {
+	switch c.state {
+	case csHead:
+		if len(c.in) == 0 && c.requests > 0 && c.conn.Queued() > 0 {
+			// keepalive_timeout counts from the end of the last response, which is
+			// still being sent (the write timeout bounds that): wait on.
+			c.conn.SetTimeout(c.lcf.KeepaliveTimeout)
+			return
+		}
+		switch {
+		case len(c.in) > 0:
+			c.w.log.Info("client timed out while reading client request headers", "client", c.remote.String())
+		case c.requests == 0:
+			c.w.log.Info("client timed out while waiting for request", "client", c.remote.String())
+		}
+		// As nginx, a head that did not arrive in time gets no answer (its 408 is
+		// only logged there): the connection is closed, as an idle one is.
+		c.state = csClosed
+		c.release()
+		c.conn.Close()
+	case csBody:
+		// The client stopped sending: as nginx, the connection closes without an
+		// answer (nginx's 408 goes only to its log) and without lingering.
+		c.w.log.Info("client timed out while reading client request body", "client", c.remote.String())
+		c.abortBody()
+		c.keepAlive = false
+		c.closeAfterFlush()
+	case csDiscard:
+		c.closeAfterFlush() // the body to drop stopped coming
+	case csLinger:
+		c.lingerTimedOut()
+	default:
+		// close()'s bound on the final flush (the write timeout usually comes
+		// first).
+		if c.Request != nil {
+			c.abortBody()
+		}
+		c.state = csClosed
+		c.release()
+		c.conn.Close()
+		c.conn.Close() // a second Close drops what is queued
+	}
+}
+
+// onClose: the connection is gone; a pending answer is abandoned (release ends it
+// before the request state goes back) unless it runs on (ClientGone).
+func (c *conn) onClose(err error) {
+	if errors.Is(err, eventloop.ErrWriteTimeout) {
+		c.w.log.Info("client timed out while sending response to client", "client", c.remote.String())
+	}
+	c.state = csClosed
+	c.release()
+}
+
+// NameRulesFor gives the http1 parser the field name rules of the server host
+// selects on the connection's address (http1.NameRulesByHost); it is asked only where
+// the servers of the address differ (LocConf.nameRulesVary).
+func (c *conn) NameRulesFor(host []byte) http1.NameRules {
+	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+		return ServerConf(a.Server(host)).NameRules()
+	}
+	return c.req.Names
+}

@@ -1,0 +1,80 @@
+// Package httpcore is the HTTP core on the event loops, nginx's ngx_http_core_module
+// and its request cycle: it owns the client connection and runs each request
+// through phases whose handlers modules add, sends the response through filter
+// chains modules extend, and keeps the registry of the variables modules declare.
+// It knows no module by name: the binary lists them (cmd/numaproxy/modules.go, like
+// nginx's ngx_modules[]) and each brings its directives, configs and Hooks.
+//
+// # The connection
+//
+// A Worker serves the client connections of one loop (it is the loop's
+// eventloop.Handler): keep-alive, pipelining with bounded look-ahead, the timeouts
+// (client_header_timeout, client_body_timeout, send_timeout, keepalive_timeout),
+// request bodies streamed, read whole into memory and a temporary file, or dropped
+// after an answer, and lingering close. A request's state (Request) comes from the
+// worker when bytes arrive and goes back when the connection idles, so an idle
+// connection holds no buffer. conn.go is the cycle, body.go and linger.go the body.
+//
+// # Phases
+//
+// A parsed request goes through nginx's phases in order (Phase): post-read, server
+// rewrite (the server level's rewrite directives), find config (the core finds the
+// location, checks client_max_body_size, answers "/dir" with a 301 to "/dir/" where
+// the location asks for it), rewrite, post-rewrite, preaccess, access, precontent,
+// content, and log when the request ends. A module adds handlers to a phase in its
+// Hooks.Init (Setup.AddHandler); each returns, as ngx_http_core_run_phases expects,
+// Declined (the next handler), OK (the next phase), Done (it took the request and
+// answers it itself), Again (it calls Request.RunPhases later) or an HTTP status,
+// which the core answers with its page or the location's error_page. The content
+// phase first runs the location's content handler, which the module whose
+// directive the location carries set at configuration time (SetContentHandler:
+// proxy_pass sets the proxy's), then the phase's handlers, then answers 404. An
+// internal redirect (error_page, Request.InternalRedirect, Rerun) runs the phases
+// again from the server rewrite phase (a named location from its rewrite phase), at
+// most 10 times a request.
+//
+// # Filters
+//
+// A response goes out through two chains (header.go). The handler fills the head
+// (Request.NewHeader: status, fields, the body's length or -1) and calls SendHeader;
+// header filters change it, the last one is the core's writer: status line, Server,
+// Date, the fields, the framing (Content-Length; chunked for HTTP/1.1 when the length
+// is unknown, until the close for HTTP/1.0), Connection and Keep-Alive. The body goes
+// through the body filters (SendBody, SendFile, Flush), the last of which writes to
+// the connection: the head with the first body bytes in one system call, chunks
+// encoded. A module puts a filter on top in its Init (Setup.SetHeaderFilter,
+// SetBodyFilter) and calls the one that was on top before it, as nginx's
+// ngx_http_top_header_filter.
+//
+// # Variables
+//
+// Each module declares its variables by name with a function that appends the
+// value (Hooks.Variables); "http_", "arg_", "cookie_" are families. Templates
+// (CompileTemplate, from a directive's Set) compile against the variables of the
+// configuration's modules and evaluate only what they name, without allocating. The
+// core's are in vars_core.go.
+//
+// # Configuration
+//
+// The core's directives (module.go) live in a LocConf at every level, merged as
+// nginx merges its loc_conf; every module keeps its own config the same way
+// (conf.Module's NewHTTP and MergeHTTP), and reaches it for a request with
+// Request.LocConf. A Snapshot compiles a configuration for the loops: routes, the
+// modules' Init, the phase engine; a request keeps the snapshot it started with.
+//
+// # Writing a module
+//
+// A module is a package with a conf.Module: its directives, its config type and
+// merge, and Ctx set to its Hooks. In Init it looks at the configuration and adds
+// its phase handlers and filters only if some level uses it, so that a module
+// nobody configured costs a request nothing. Per-loop state comes from
+// Hooks.NewLoop (Worker.State), per-snapshot state from Setup.SetState
+// (Snapshot.State), per-request state from Request.Ctx under the module's Key. A
+// content handler that answers later registers a Pending (Request.SetPending,
+// ReadBody): the core tells it of request body data, of the client's backpressure
+// and of its end; it answers with NewHeader, SendHeader, SendBody and Finish, or
+// Fail, Abort, SendStatus, InternalRedirect. A handler that answers at once uses
+// SendPage, SendText or SendStatus and returns Done. Add the module to
+// cmd/numaproxy/modules.go. The rewrite and headers packages are small examples;
+// proxy is the large one.
+package httpcore

@@ -1,0 +1,350 @@
+package httpcore
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+)
+
+// Constant output, hoisted so that passing it to Conn methods does not allocate.
+var (
+	continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+	crlf        = []byte("\r\n")
+	lastChunk   = []byte("0\r\n\r\n")
+
+	contentTypeName = []byte("Content-Type")
+	locationName    = []byte("Location")
+)
+
+// Header is a response head on its way to the client: the content handler fills it
+// (Request.NewHeader), the header filters change it (Request.Header), the core's writer sends it.
+// Framing (Content-Length or chunked), Connection, Keep-Alive, Server and Date are
+// the writer's: fields must not carry them (but Server and Date with HasServer,
+// HasDate).
+type Header struct {
+	Status int
+	// Reason is the reason phrase (nil: nginx's for Status); valid until SendHeader
+	// returns.
+	Reason []byte
+	// ContentLength is the body's length, -1 when unknown (then the body goes
+	// chunked to an HTTP/1.1 client, and to an HTTP/1.0 one until the connection
+	// closes).
+	ContentLength int64
+	// HasServer, HasDate: the fields carry Server, Date (proxy_pass_header), so the
+	// writer adds none.
+	HasServer, HasDate bool
+
+	fields   []field
+	buf      []byte // values built in place (Buf, AddBuilt)
+	location int    // 1 + the index of the field that is the Location to make absolute; 0: none
+}
+
+// field is one header field; name and value point into Header.buf or into memory
+// the caller keeps valid until SendHeader returns.
+type field struct {
+	name, value []byte
+	deleted     bool
+}
+
+// Header is the response head: what the handler filled (NewHeader), for the
+// header filters.
+func (r *Request) Header() *Header { return &r.out }
+
+// NewHeader resets the response head and returns it for the handler to fill.
+func (r *Request) NewHeader() *Header {
+	h := &r.out
+	h.Status, h.Reason, h.ContentLength, h.HasServer, h.HasDate = 0, nil, -1, false, false
+	h.fields, h.buf, h.location = h.fields[:0], h.buf[:0], 0
+	return h
+}
+
+// Add adds a field. name and value are not copied: they must stay valid until
+// SendHeader returns.
+func (h *Header) Add(name, value []byte) {
+	h.fields = append(h.fields, field{name: name, value: value})
+}
+
+// Buf is the head's own buffer, to build a value in: append the value to it and
+// pass the grown buffer and where the value starts to AddBuilt. Bytes appended to
+// it stay in place until the next Request.NewHeader.
+func (h *Header) Buf() []byte { return h.buf }
+
+// AddBuilt adds a field whose value is b[from:], b being what Buf returned with the
+// value appended.
+func (h *Header) AddBuilt(name, b []byte, from int) int {
+	h.buf = b
+	h.fields = append(h.fields, field{name: name, value: b[from:len(b):len(b)]})
+	return len(h.fields) - 1
+}
+
+// SetLocation marks field i as the Location the writer makes absolute when it is a
+// path, as nginx does with r->headers_out.location (absolute_redirect).
+func (h *Header) SetLocation(i int) { h.location = i + 1 }
+
+// AddLocation adds a Location field made absolute by the writer when it is a path;
+// control characters in it are escaped (the value may come from variables).
+func (h *Header) AddLocation(value []byte) {
+	b := h.buf
+	from := len(b)
+	b = EscapeControls(append(b, value...), from)
+	h.SetLocation(h.AddBuilt(locationName, b, from))
+}
+
+// Get is the first field called name (any case).
+func (h *Header) Get(name string) ([]byte, bool) {
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.deleted && http1.EqualFold(f.name, name) {
+			return f.value, true
+		}
+	}
+	return nil, false
+}
+
+// Del removes every field called name (any case).
+func (h *Header) Del(name string) {
+	for i := range h.fields {
+		if f := &h.fields[i]; http1.EqualFold(f.name, name) {
+			f.deleted = true
+		}
+	}
+}
+
+// SendHeader passes the response head through the header filters to the core's
+// writer, which writes it out with the first body bytes (SendBody) or at Flush. An
+// error_page's status replaces the handler's first, as in nginx's
+// ngx_http_send_header.
+func (r *Request) SendHeader() {
+	h := &r.out
+	if r.forceStatus != 0 {
+		h.Status, h.Reason = r.forceStatus, nil
+	}
+	r.status = h.Status
+	r.headerSent = true
+	r.snap.topHeader(r)
+}
+
+// writeHeader is the last header filter: the status line, Server, Date, the carried
+// fields, the handler's fields, the body's framing, Connection and Keep-Alive. The
+// head waits in the worker's scratch buffer for the first body bytes, so a small
+// response goes out in one system call.
+func (r *Request) writeHeader() {
+	c, h := r.c, &r.out
+	status := h.Status
+	b := c.w.scratch[:0]
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	if len(h.Reason) > 0 {
+		b = append(b, h.Reason...)
+	} else {
+		b = append(b, reason(status)...)
+	}
+	b = append(b, "\r\n"...)
+	if !h.HasServer {
+		b = append(b, "Server: "...)
+		b = append(b, c.serverToken()...)
+		b = append(b, "\r\n"...)
+	}
+	if !h.HasDate {
+		b = append(b, c.w.dateHeader(time.Now())...)
+	}
+	b = append(b, r.carried...)
+	for i := range h.fields {
+		f := &h.fields[i]
+		if f.deleted {
+			continue
+		}
+		b = append(b, f.name...)
+		b = append(b, ": "...)
+		if i+1 == h.location {
+			b = r.appendAbsolute(b, f.value)
+		}
+		b = append(b, f.value...)
+		b = append(b, "\r\n"...)
+	}
+	bodiless := status < 200 || status == 204 || status == 304
+	r.headerOnly = bodiless || r.IsHEAD()
+	r.chunked = false
+	if status != 101 { // an upgrade's own Connection and Upgrade are in its fields
+		switch {
+		case h.ContentLength >= 0 && (r.IsHEAD() || !bodiless):
+			// A HEAD answer keeps the length of what GET would send.
+			b = append(b, "Content-Length: "...)
+			b = strconv.AppendInt(b, h.ContentLength, 10)
+			b = append(b, "\r\n"...)
+		case h.ContentLength < 0 && !r.headerOnly && r.req.ProtoMinor() == 1:
+			r.chunked = true
+			b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		case h.ContentLength < 0 && !r.headerOnly:
+			c.keepAlive = false // an HTTP/1.0 client reads the body until the close
+		}
+		b = c.appendConnection(b)
+	}
+	b = append(b, "\r\n"...)
+	c.w.scratch = b[:0]
+	r.head = b
+}
+
+// appendConnection adds the Connection header (and Keep-Alive: timeout=N when
+// keepalive_timeout has a second value). As in nginx, keepalive_timeout and
+// keepalive_requests are the location's.
+func (c *conn) appendConnection(head []byte) []byte {
+	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() {
+		c.keepAlive = false
+		return append(head, "Connection: close\r\n"...)
+	}
+	head = append(head, "Connection: keep-alive\r\n"...)
+	if kh := c.lcf.KeepaliveHeader; kh > 0 {
+		head = append(head, "Keep-Alive: timeout="...)
+		head = strconv.AppendInt(head, int64(kh/time.Second), 10)
+		head = append(head, "\r\n"...)
+	}
+	return head
+}
+
+// appendAbsolute writes, before a Location value that starts with "/", the scheme,
+// host and port that make it absolute, as nginx's absolute_redirect (on by default)
+// does: the request's host without its port (else the local address), then the
+// local port unless it is the scheme's (80, 443).
+func (r *Request) appendAbsolute(h, location []byte) []byte {
+	if len(location) == 0 || location[0] != '/' || (len(location) > 1 && location[1] == '/') {
+		return h
+	}
+	https := r.HTTPS()
+	if https {
+		h = append(h, "https://"...)
+	} else {
+		h = append(h, "http://"...)
+	}
+	local := r.c.local
+	if host := r.req.Host(); len(host) > 0 {
+		h = AppendLowerHost(h, host)
+	} else if a := local.Addr(); a.Is6() && !a.Is4In6() {
+		h = append(h, '[')
+		h = a.AppendTo(h)
+		h = append(h, ']')
+	} else {
+		h = a.Unmap().AppendTo(h)
+	}
+	if p := local.Port(); https && p != 443 || !https && p != 80 {
+		h = append(h, ':')
+		h = strconv.AppendUint(h, uint64(p), 10)
+	}
+	return h
+}
+
+// SendBody passes body bytes through the body filters to the client; last marks the
+// end of the body. p need stay valid only during the call.
+func (r *Request) SendBody(p []byte, last bool) {
+	o := &r.o
+	*o = Out{Data: p, Last: last}
+	r.snap.topBody(r, o)
+}
+
+// SendFile passes n bytes of the regular file fd from off through the body filters
+// (fd need stay open only during the call); last marks the end of the body.
+func (r *Request) SendFile(fd int, off, n int64, last bool) {
+	o := &r.o
+	*o = Out{FileFd: fd, FileOff: off, FileN: n, Last: last}
+	r.snap.topBody(r, o)
+}
+
+// Flush sends what the filters and the writer hold (the head, when no body bytes
+// came with it) now.
+func (r *Request) Flush() {
+	if r.head == nil && !r.snap.bodyFilters {
+		return // nothing held: spare the chain
+	}
+	o := &r.o
+	*o = Out{Flush: true}
+	r.snap.topBody(r, o)
+}
+
+// writeBody is the last body filter: it writes to the connection, the head first if
+// it still waits, chunk-encoding the body when the writer chose that.
+func (r *Request) writeBody(o *Out) {
+	c := r.c
+	iov := r.iov[:0]
+	if r.head != nil {
+		iov = append(iov, r.head)
+		r.head = nil
+	}
+	if !r.headerOnly {
+		if n := len(o.Data); n > 0 {
+			if r.chunked {
+				iov = append(iov, http1.AppendChunkHeader(r.chunkHdr[:0], n))
+			}
+			iov = append(iov, o.Data)
+			if r.chunked {
+				iov = append(iov, crlf)
+			}
+			r.bodySent += int64(n)
+		}
+		if o.FileN > 0 {
+			if r.chunked {
+				iov = append(iov, http1.AppendChunkHeader(r.chunkHdr[:0], int(o.FileN)))
+			}
+			r.write(iov)
+			iov = r.iov[:0]
+			if err := c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN); err != nil {
+				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.remote.String())
+				c.keepAlive = false
+				c.closeAfterFlush()
+				return
+			}
+			if r.chunked {
+				iov = append(iov, crlf)
+			}
+			r.bodySent += o.FileN
+		}
+		if o.Last && r.chunked {
+			iov = append(iov, lastChunk)
+		}
+	}
+	r.write(iov)
+}
+
+// write sends iov with one system call.
+func (r *Request) write(iov [][]byte) {
+	switch len(iov) {
+	case 0:
+	case 1:
+		r.c.conn.Write(iov[0])
+	default:
+		r.c.conn.Writev(iov)
+	}
+	clear(iov)
+}
+
+// EscapeControls percent-encodes the control characters but HTAB in h[from:], a
+// header field value built from variables: $uri is decoded, so a client's %0D%0A would
+// otherwise end the field and start one of the client's choosing (request or response
+// splitting, which nginx lets through). It allocates only when it finds one and h has
+// no room.
+func EscapeControls(h []byte, from int) []byte {
+	n := 0
+	for _, c := range h[from:] {
+		if isControl(c) {
+			n++
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	const hex = "0123456789ABCDEF"
+	end := len(h)
+	h = append(h, make([]byte, 2*n)...)
+	for i, j := end-1, len(h)-1; i >= from; i-- {
+		if c := h[i]; isControl(c) {
+			h[j-2], h[j-1], h[j] = '%', hex[c>>4], hex[c&15]
+			j -= 3
+		} else {
+			h[j] = c
+			j--
+		}
+	}
+	return h
+}
+
+func isControl(c byte) bool { return c < 0x20 && c != '\t' || c == 0x7f }

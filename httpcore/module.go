@@ -1,0 +1,513 @@
+package httpcore
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+)
+
+// Module declares the HTTP core's directives (nginx's ngx_http_core_module): the
+// client connection, request bodies, timeouts, keep-alive, error pages. Their values
+// live in a LocConf at every http level and are inherited downward as nginx does.
+var Module = &conf.Module{
+	Name:       "http_core",
+	Directives: directives(),
+	NewHTTP:    func() any { return &LocConf{} },
+	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
+	Check:      check,
+	Ctx:        &Hooks{Variables: coreVariables},
+}
+
+const (
+	hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
+	hs  = conf.HTTPCtx | conf.ServerCtx
+)
+
+func directives() []conf.Directive {
+	return []conf.Directive{
+		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
+			Syntax: "client_max_body_size size;", Default: "1m",
+			Doc: "Largest request body: a larger Content-Length gets 413 as soon as the location is chosen (before its return), a chunked body once it grows past it; the body is then read and dropped. 0 disables the check."},
+		{Name: "client_body_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientBodyBufferSize }, bitClientBodyBuffer),
+			Syntax: "client_body_buffer_size size;", Default: "8k|16k",
+			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
+		{Name: "client_body_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setClientBodyTempPath,
+			Syntax: "client_body_temp_path path [level1 [level2 [level3]]];", Default: "client_body_temp",
+			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
+		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
+			Syntax: "client_header_timeout time;", Default: "60s",
+			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
+		{Name: "client_body_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientBodyTimeout }, bitClientBodyTimeout),
+			Syntax: "client_body_timeout time;", Default: "60s",
+			Doc: "Longest wait between two reads of the request body; then the connection is closed without an answer, as nginx (its 408 is only logged)."},
+		{Name: "send_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.SendTimeout }, bitSendTimeout),
+			Syntax: "send_timeout time;", Default: "60s",
+			Doc: "Longest wait between two writes to the client; then the connection is closed."},
+		{Name: "lingering_close", Contexts: hsl, Args: conf.Args1, Set: setLingeringClose,
+			Syntax: "lingering_close off | on | always;", Default: "on",
+			Doc: "How a client connection closes while the client may still be sending: on: when a request body or pipelined input is unread, the sending side is shut first and input read and dropped until the client is done (so it reads the whole answer, no reset); always: after every last response; off: at once."},
+		{Name: "lingering_time", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTime }, bitLingeringTime),
+			Syntax: "lingering_time time;", Default: "30s",
+			Doc: "Longest time input is read and dropped after an answer: the body of a request answered without it (a body not over by then closes the connection), then a lingering close."},
+		{Name: "lingering_timeout", Contexts: hsl, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.LingeringTimeout }, bitLingeringTimeout),
+			Syntax: "lingering_timeout time;", Default: "5s",
+			Doc: "Longest wait for more input while it is read and dropped; then the connection is closed."},
+		{Name: "keepalive_timeout", Contexts: hsl, Args: conf.Args1 | conf.Args2, Set: setKeepaliveTimeout,
+			Syntax: "keepalive_timeout timeout [header_timeout];", Default: "75s",
+			Doc: "How long an idle client connection stays open (0 disables keep-alive); the second value is sent as Keep-Alive: timeout=N."},
+		{Name: "keepalive_requests", Contexts: hsl, Args: conf.Args1, Set: setNumber(func(c *LocConf) *int { return &c.KeepaliveRequests }, bitKeepaliveRequests),
+			Syntax: "keepalive_requests number;", Default: "1000",
+			Doc: "Requests one client connection serves before it is closed."},
+		{Name: "server_tokens", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerTokens }, bitServerTokens),
+			Syntax: "server_tokens on | off;", Default: "on",
+			Doc: "Shows the version in the Server header and error pages."},
+		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
+			Syntax: "error_page code ... [=[response]] uri;",
+			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
+		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
+			Syntax: "recursive_error_pages on | off;", Default: "off",
+			Doc: "Lets error_page act again on an error of the page it redirected to, up to 10 internal redirects in all (the 11th answers 500, as nginx's redirection cycle)."},
+		{Name: "client_header_buffer_size", Contexts: hs, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientHeaderBufferSize }, bitClientHeaderBuffer),
+			Syntax: "client_header_buffer_size size;", Default: "1k",
+			Doc: "Buffer first used for a request head; larger heads move to large_client_header_buffers."},
+		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
+			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
+			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
+		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
+			Syntax: "ignore_invalid_headers on | off;", Default: "on",
+			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
+			Syntax: "underscores_in_headers on | off;", Default: "off",
+			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
+	}
+}
+
+// LocConf holds the core's directives at one level, after inheritance.
+type LocConf struct {
+	ClientMaxBodySize   int64
+	ClientHeaderTimeout time.Duration
+	ClientBodyTimeout   time.Duration
+	SendTimeout         time.Duration // send_timeout
+	KeepaliveTimeout    time.Duration
+	KeepaliveHeader     time.Duration // keepalive_timeout's second value; 0: no Keep-Alive header
+	KeepaliveRequests   int
+	LingeringClose      LingeringClose
+	LingeringTime       time.Duration
+	LingeringTimeout    time.Duration
+	ServerTokens        bool
+	ErrorPages          []ErrorPage
+	RecursiveErrorPages bool
+
+	ClientHeaderBufferSize int
+	LargeHeaderBuffers     int
+	LargeHeaderBufferSize  int
+
+	ClientBodyBufferSize int
+	ClientBodyTemp       *TempPath // never nil once the config is checked
+	IgnoreInvalidHeaders bool
+	UnderscoresInHeaders bool
+
+	// handler is the location's content handler, set by the module whose directive
+	// the location carries (nginx's clcf->handler); not inherited.
+	handler Handler
+	// autoRedirect: a request for the location's path without its final "/" gets a
+	// 301 to it (nginx's clcf->auto_redirect, set by proxy_pass); not inherited.
+	autoRedirect bool
+
+	// nameRulesVary: on some address of this server, servers drop different field
+	// names, so the rules follow Host while a head is read (check sets it).
+	nameRulesVary bool
+
+	set uint64 // which fields this level set itself (bit* below)
+}
+
+// Bits of LocConf.set, one per directive, for nginx's "inherit unless set here".
+const (
+	bitClientMaxBody = 1 << iota
+	bitClientHeaderTimeout
+	bitClientBodyTimeout
+	bitSendTimeout
+	bitKeepaliveTimeout
+	bitKeepaliveRequests
+	bitServerTokens
+	bitErrorPages
+	bitClientHeaderBuffer
+	bitLargeHeaderBuffers
+	bitLingeringClose
+	bitLingeringTime
+	bitLingeringTimeout
+	bitClientBodyBuffer
+	bitClientBodyTemp
+	bitIgnoreInvalid
+	bitUnderscores
+	bitRecursiveErrorPages
+
+	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
+)
+
+// LingeringClose is lingering_close's value.
+type LingeringClose uint8
+
+const (
+	LingeringOn LingeringClose = iota // nginx's default
+	LingeringOff
+	LingeringAlways
+)
+
+// ErrorPage is one error_page code→target mapping.
+type ErrorPage struct {
+	Code   int
+	Status int    // the status to answer with: 0 keeps the original; -1 ("=") takes the target's
+	Target string // "/uri", "@name" or an absolute URL
+	Pos    conf.Pos
+}
+
+// TempPath is a client_body_temp_path.
+type TempPath struct {
+	Dir    string // absolute
+	Levels []int  // as written; unused (see the directive)
+	Pos    conf.Pos
+}
+
+// defaults is the http-level config before any directive: nginx's defaults.
+func defaults() LocConf {
+	return LocConf{
+		ClientMaxBodySize:      1 << 20,
+		ClientHeaderTimeout:    60 * time.Second,
+		ClientBodyTimeout:      60 * time.Second,
+		SendTimeout:            60 * time.Second,
+		KeepaliveTimeout:       75 * time.Second,
+		KeepaliveRequests:      1000,
+		LingeringClose:         LingeringOn,
+		LingeringTime:          30 * time.Second,
+		LingeringTimeout:       5 * time.Second,
+		ServerTokens:           true,
+		ClientHeaderBufferSize: 1 << 10,
+		LargeHeaderBuffers:     4,
+		LargeHeaderBufferSize:  8 << 10,
+		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
+		IgnoreInvalidHeaders:   true,
+	}
+}
+
+// inherit fills what this level did not set from its parent, nginx's merge. The http
+// level's parent is nginx's defaults, applied by the first merge (server level), so
+// the http level itself is completed here too when it is the parent.
+func (c *LocConf) inherit(parent *LocConf) error {
+	if parent.set&merged == 0 {
+		// The http-level config, whose parent is nginx's defaults: complete it once.
+		d := defaults()
+		parent.inheritFrom(&d)
+		parent.set |= merged
+	}
+	c.inheritFrom(parent)
+	c.set |= merged
+	return nil
+}
+
+func (c *LocConf) inheritFrom(p *LocConf) {
+	for _, f := range inheritedFields {
+		if c.set&f.bit == 0 {
+			f.take(c, p)
+		}
+	}
+}
+
+// inheritedFields copies each directive's value from the parent level when this level
+// did not set it.
+var inheritedFields = []struct {
+	bit  uint64
+	take func(c, p *LocConf)
+}{
+	{bitClientMaxBody, func(c, p *LocConf) { c.ClientMaxBodySize = p.ClientMaxBodySize }},
+	{bitClientHeaderTimeout, func(c, p *LocConf) { c.ClientHeaderTimeout = p.ClientHeaderTimeout }},
+	{bitClientBodyTimeout, func(c, p *LocConf) { c.ClientBodyTimeout = p.ClientBodyTimeout }},
+	{bitSendTimeout, func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
+	{bitKeepaliveTimeout, func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
+	{bitKeepaliveRequests, func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
+	{bitLingeringClose, func(c, p *LocConf) { c.LingeringClose = p.LingeringClose }},
+	{bitLingeringTime, func(c, p *LocConf) { c.LingeringTime = p.LingeringTime }},
+	{bitLingeringTimeout, func(c, p *LocConf) { c.LingeringTimeout = p.LingeringTimeout }},
+	{bitServerTokens, func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
+	{bitErrorPages, func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
+	{bitRecursiveErrorPages, func(c, p *LocConf) { c.RecursiveErrorPages = p.RecursiveErrorPages }},
+	{bitClientHeaderBuffer, func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
+	{bitLargeHeaderBuffers, func(c, p *LocConf) {
+		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
+	}},
+	{bitClientBodyBuffer, func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
+	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
+	{bitIgnoreInvalid, func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
+	{bitUnderscores, func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+}
+
+// HTTPConf is the core's config of the http block.
+func HTTPConf(h *conf.HTTP) *LocConf { return h.Conf(Module).(*LocConf) }
+
+// ServerConf is a server's merged core config.
+func ServerConf(srv *conf.Server) *LocConf { return srv.Conf(Module).(*LocConf) }
+
+// LocationConf is a location's merged core config.
+func LocationConf(loc *conf.Location) *LocConf { return loc.Conf(Module).(*LocConf) }
+
+// HasErrorPage reports an error_page for code.
+func (lc *LocConf) HasErrorPage(code int) bool {
+	for i := range lc.ErrorPages {
+		if lc.ErrorPages[i].Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// NameRules are the field name rules of a server-level config.
+func (lc *LocConf) NameRules() http1.NameRules {
+	return http1.NameRules{IgnoreInvalid: lc.IgnoreInvalidHeaders, AllowUnderscores: lc.UnderscoresInHeaders}
+}
+
+// Limits are the head limits of large_client_header_buffers.
+func (lc *LocConf) Limits() http1.Limits {
+	return http1.Limits{MaxLineSize: lc.LargeHeaderBufferSize, MaxHeadSize: lc.LargeHeaderBuffers * lc.LargeHeaderBufferSize, MaxHeaders: http1.MaxHeaderFields}
+}
+
+func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
+
+// SetContentHandler makes h the content handler of the location being configured,
+// as nginx's proxy_pass sets clcf->handler: the module whose directive the location
+// carries calls it from that directive's Set function. autoRedirect asks for nginx's
+// 301 from "/dir" to a location "/dir/". A location has one content handler: a second
+// directive that sets one is an error.
+func SetContentHandler(c *conf.Cursor, s *conf.Stmt, h Handler, autoRedirect bool) error {
+	lc := c.HTTPConfOf(Module).(*LocConf)
+	if lc.handler != nil {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	lc.handler, lc.autoRedirect = h, autoRedirect
+	return nil
+}
+
+// setValue stores the directive's one argument, read by parse, in a field.
+func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		v, err := parse(s.Args[0].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		lc := locConf(c)
+		*field(lc) = v
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return setValue(conf.ParseTime, field, bit)
+}
+
+func setNumber(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return setValue(conf.ParseNumber, field, bit)
+}
+
+// setSize is for buffer sizes: 1 byte to 1 GiB.
+func setSize(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return setValue(func(v string) (int, error) {
+		n, err := conf.ParseSize(v)
+		if err == nil && (n < 1 || n > 1<<30) {
+			err = errors.New("out of range")
+		}
+		return int(n), err
+	}, field, bit)
+}
+
+// setFlag stores on|off (checked by the parser: Flag arity).
+func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return setValue(conf.ParseFlag, field, bit)
+}
+
+func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
+	n, err := conf.ParseSize(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc := locConf(c)
+	lc.ClientMaxBodySize = n
+	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setLingeringClose(c *conf.Cursor, s *conf.Stmt) error {
+	var v LingeringClose
+	switch strings.ToLower(s.Args[0].Value) { // nginx's enum values ignore case
+	case "on":
+		v = LingeringOn
+	case "off":
+		v = LingeringOff
+	case "always":
+		v = LingeringAlways
+	default:
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc := locConf(c)
+	lc.LingeringClose = v
+	lc.set |= bitLingeringClose
+	return nil
+}
+
+func setKeepaliveTimeout(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	d, err := conf.ParseTime(s.Args[0].Value)
+	if err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	lc.KeepaliveTimeout, lc.KeepaliveHeader = d, 0
+	if len(s.Args) == 2 {
+		h, err := conf.ParseTime(s.Args[1].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[1], "")
+		}
+		lc.KeepaliveHeader = h
+	}
+	lc.set |= bitKeepaliveTimeout
+	return nil
+}
+
+func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	if lc.set&bitErrorPages == 0 {
+		lc.ErrorPages = nil
+		lc.set |= bitErrorPages
+	}
+	args := s.Args
+	target := args[len(args)-1].Value
+	args = args[:len(args)-1]
+	status := 0
+	if last := args[len(args)-1].Value; strings.HasPrefix(last, "=") {
+		status = -1
+		if len(last) > 1 {
+			n, err := strconv.Atoi(last[1:])
+			if err != nil || n < 100 || n > 999 {
+				return s.InvalidValue(args[len(args)-1], "")
+			}
+			status = n
+		}
+		args = args[:len(args)-1]
+	}
+	if len(args) == 0 {
+		return s.Errorf("invalid number of arguments in %q directive", s.Name)
+	}
+	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
+		!strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
+		return s.InvalidValue(s.Args[len(s.Args)-1], "it must be a URI, @name or an URL")
+	}
+	for _, a := range args {
+		code, err := strconv.Atoi(a.Value)
+		if err != nil || code < 300 || code > 599 {
+			return s.InvalidValue(a, "value must be between 300 and 599")
+		}
+		lc.ErrorPages = append(lc.ErrorPages, ErrorPage{Code: code, Status: status, Target: target, Pos: s.Pos})
+	}
+	return nil
+}
+
+func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
+	n, err := conf.ParseNumber(s.Args[0].Value)
+	if err != nil || n < 1 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	size, err := conf.ParseSize(s.Args[1].Value)
+	if err != nil || size < 128 || size > 1<<20 {
+		return s.InvalidValue(s.Args[1], "")
+	}
+	lc := locConf(c)
+	lc.LargeHeaderBuffers, lc.LargeHeaderBufferSize = n, int(size)
+	lc.set |= bitLargeHeaderBuffers
+	return nil
+}
+
+// setClientBodyTempPath is nginx's path slot: a directory (relative to the prefix)
+// and up to three levels of 1 or more digits each, 10 in all.
+func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
+	dir := strings.TrimSuffix(s.Args[0].Value, "/")
+	if dir == "" {
+		dir = "/"
+	}
+	p := &TempPath{Dir: c.Path(dir), Pos: s.Pos}
+	sum := 0
+	for _, a := range s.Args[1:] {
+		n, err := strconv.Atoi(a.Value)
+		if err != nil || n < 1 {
+			return s.InvalidValue(a, "")
+		}
+		sum += n
+		p.Levels = append(p.Levels, n)
+	}
+	if sum > 10 {
+		return s.InvalidValue(s.Args[len(s.Args)-1], "the levels take more than 10 digits")
+	}
+	lc := locConf(c)
+	lc.ClientBodyTemp = p
+	lc.set |= bitClientBodyTemp
+	return nil
+}
+
+// check gives the levels that did not set client_body_temp_path nginx's default, in
+// the prefix, and marks the servers whose field name rules vary with Host.
+func check(cfg *conf.Config, self *conf.Module) error {
+	if cfg.HTTP == nil {
+		return nil
+	}
+	temp := &TempPath{Dir: filepath.Join(cfg.Prefix, "client_body_temp")}
+	defaultTemp := func(lc *LocConf) {
+		if lc.ClientBodyTemp == nil {
+			lc.ClientBodyTemp = temp
+		}
+	}
+	defaultTemp(cfg.HTTP.Conf(self).(*LocConf))
+	var walk func(locs []*conf.Location)
+	walk = func(locs []*conf.Location) {
+		for _, loc := range locs {
+			defaultTemp(loc.Conf(self).(*LocConf))
+			walk(loc.Locations)
+		}
+	}
+	for _, srv := range cfg.HTTP.Servers {
+		defaultTemp(srv.Conf(self).(*LocConf))
+		walk(srv.Locations)
+	}
+	markNameRulesVary(cfg, self)
+	return nil
+}
+
+// markNameRulesVary flags the servers of every address whose servers do not all
+// drop the same field names: there the parser asks which server Host selects.
+func markNameRulesVary(cfg *conf.Config, self *conf.Module) {
+	byAddr := map[netip.AddrPort][]*LocConf{}
+	for _, srv := range cfg.HTTP.Servers {
+		for _, l := range srv.Listens {
+			byAddr[l.Addr] = append(byAddr[l.Addr], srv.Conf(self).(*LocConf))
+		}
+	}
+	for _, confs := range byAddr {
+		for _, lc := range confs {
+			if lc.NameRules() != confs[0].NameRules() {
+				for _, lc := range confs {
+					lc.nameRulesVary = true
+				}
+				break
+			}
+		}
+	}
+}
+
+// DefaultConf is a config with nginx's defaults, for a connection no server governs.
+func DefaultConf() *LocConf {
+	d := defaults()
+	return &d
+}

@@ -1,0 +1,207 @@
+package httpcore
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
+)
+
+// probeKey is the probe module's request context: the phases its handlers saw.
+var probeKey = NewKey()
+
+type probeTrace struct{ phases []string }
+
+// probe is a test module: a handler in every phase a module may use that notes its
+// phase, answers 403 in the access phase for /deny, declines the content phase for
+// /none (so the core answers 404), and answers with the trace otherwise; a header
+// filter that adds X-Probe and a body filter that upper-cases. It has a directive,
+// probe, that makes a location's content handler its own.
+var probe = &conf.Module{
+	Name: "probe",
+	Directives: []conf.Directive{{Name: "probe", Contexts: conf.LocationCtx, Args: conf.Args0,
+		Set: func(c *conf.Cursor, s *conf.Stmt) error {
+			return SetContentHandler(c, s, func(r *Request) Status {
+				note(r, "location content")
+				return answerTrace(r)
+			}, false)
+		}}},
+	Ctx: &Hooks{Key: probeKey, Init: func(s *Setup) error {
+		for _, p := range []Phase{PostReadPhase, ServerRewritePhase, RewritePhase, PreaccessPhase, AccessPhase, PrecontentPhase} {
+			name := p.String()
+			s.AddHandler(p, func(r *Request) Status {
+				note(r, name)
+				switch {
+				case p == AccessPhase && string(r.URI()) == "/deny":
+					return 403
+				case p == PreaccessPhase:
+					return OK // the next phase at once: the second preaccess handler does not run
+				}
+				return Declined
+			})
+		}
+		s.AddHandler(PreaccessPhase, func(r *Request) Status { note(r, "second preaccess"); return Declined })
+		s.AddHandler(ContentPhase, func(r *Request) Status {
+			note(r, "content")
+			if string(r.URI()) == "/none" {
+				return Declined
+			}
+			return answerTrace(r)
+		})
+		s.AddHandler(LogPhase, func(r *Request) Status { logged++; return OK })
+		nextHeader := s.HeaderFilter()
+		s.SetHeaderFilter(func(r *Request) {
+			h := r.Header()
+			h.Add([]byte("X-Probe"), []byte("1"))
+			nextHeader(r)
+		})
+		nextBody := s.BodyFilter()
+		s.SetBodyFilter(func(r *Request, out *Out) {
+			if len(out.Data) > 0 {
+				upper := bytes.ToUpper(out.Data)
+				out.Data = upper
+			}
+			nextBody(r, out)
+		})
+		return nil
+	}},
+}
+
+// logged counts log phase runs (the loop runs them; the test reads after replies).
+var logged int
+
+func note(r *Request, phase string) {
+	t, _ := r.Ctx(probeKey).(*probeTrace)
+	if t == nil {
+		t = &probeTrace{}
+		r.SetCtx(probeKey, t)
+	}
+	if phase == PostReadPhase.String() {
+		t.phases = t.phases[:0] // a new request: the context is kept across reuse
+	}
+	t.phases = append(t.phases, phase)
+}
+
+func answerTrace(r *Request) Status {
+	t := r.Ctx(probeKey).(*probeTrace)
+	r.SendText(200, nil, []byte(strings.Join(t.phases, ",")))
+	return Done
+}
+
+// TestPhasesAndFilters runs requests through a module that has a handler in every
+// phase and a filter in each chain, on a real loop.
+func TestPhasesAndFilters(t *testing.T) {
+	reg := conf.MustRegistry(Module, probe)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	src := "events {}\nhttp { server { listen " + addr + "; location / { } location /own { probe; } } }\n"
+	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: filepath.Join(dir, "t.conf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := NewWorker(snap, log, 0)
+	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetLoop(l)
+	lst, err := eventloop.ListenAddrPort(netip.MustParseAddrPort(addr), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddListener(lst); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Stop(); <-l.Done() }()
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	const before = "POST-READ,SERVER REWRITE,REWRITE,PREACCESS,ACCESS,PRECONTENT"
+	for _, tc := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/x", before + ",CONTENT", 200},
+		{"/own", before + ",LOCATION CONTENT", 200},
+		{"/deny", "<HTML>", 403},
+		{"/none", "<HTML>", 404},
+	} {
+		resp, body := get(tc.path)
+		if resp.StatusCode != tc.status || !strings.HasPrefix(body, tc.body) || resp.Header.Get("X-Probe") != "1" {
+			t.Errorf("%s: %d %q %v, want %d %q and X-Probe", tc.path, resp.StatusCode, body, resp.Header, tc.status, tc.body)
+		}
+	}
+	if ran := make(chan int); l.Run(func() { ran <- logged }) == nil {
+		if n := <-ran; n != 4 {
+			t.Errorf("the log phase ran %d times for 4 requests", n)
+		}
+	}
+}
+
+// TestUnusedModuleCostsNothing: a module whose Init adds nothing leaves the engine and
+// the chains as the core's alone.
+func TestUnusedModuleCostsNothing(t *testing.T) {
+	idle := &conf.Module{Name: "idle", Ctx: &Hooks{Init: func(*Setup) error { return nil }}}
+	cfg := mustConfWith(t, conf.MustRegistry(Module, idle), "http { server { location / { } } }")
+	snap, err := NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.engine) != 4 || snap.bodyFilters || len(snap.logHandlers) != 0 {
+		t.Errorf("engine %+v, body filters %v", snap.engine, snap.bodyFilters)
+	}
+}
+
+func mustConfWith(t testing.TB, reg *conf.Registry, src string) *conf.Config {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.conf")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

@@ -1,0 +1,273 @@
+package httpcore
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+)
+
+// Request is the request a client connection is serving, as modules see it: its
+// head, its place in the configuration, its body, and the way to answer it. It is
+// valid from the moment a handler gets it until the request finishes (Finish, an
+// answer, Fail, Abort); a module that answers later (SetPending) must not touch it
+// after the core aborted its pending or after it finished the request itself.
+//
+// Request states are reused from request to request, also by other connections of
+// the same loop; the contexts (Ctx) are not cleared, so a module may keep what it
+// allocated there for the next request, and must reset it when it starts.
+type Request struct {
+	c         *conn
+	req       http1.Request
+	snap      *Snapshot
+	srv       *conf.Server
+	loc       *conf.Location
+	prefix    string // the matched prefix location's path
+	uriBuf    []byte // pooled: the normalised path ($uri)
+	started   time.Time
+	status    int // the status sent (0 before the head went out)
+	bodySent  int64
+	redirects int // internal redirects taken
+	phase     int // the next entry of the phase engine
+	// errorPageDone: an error met error pages with recursive_error_pages off, so no
+	// later error gets one (nginx's r->error_page).
+	errorPageDone bool
+	carried       []byte // fields an answer passes on to what replaces it (intercepted error, X-Accel-Redirect)
+	carriedType   []byte // the Content-Type an X-Accel-Redirect response passes on
+	args          []byte // $args after an internal redirect (uriChanged)
+	uriChanged    bool   // an internal redirect replaced $uri (and the arguments)
+	forceStatus   int    // the status an error_page imposes on the response; 0: none
+	internalGET   bool   // after an error_page redirect the request goes on as GET
+	logged        bool   // the log phase ran
+	headerSent    bool
+
+	body          BodyKind
+	contentLength int64    // the body's length (Content-Length, or a body read whole)
+	buffering     bool     // the body is read whole before the content handler goes on
+	countOnly     bool     // a body read whole is counted, not kept
+	bodyBuf       []byte   // pooled: the buffered body, or its part not yet in spool
+	spool         BodyFile // the buffered body beyond client_body_buffer_size
+	bodyLen       http1.LengthBody
+	chunks        http1.ChunkedDecoder
+	bodyTotal     int64 // body bytes received, against client_max_body_size
+	bodyFate      bodyFate
+	pending       Pending
+
+	// The response on its way out (header.go).
+	out        Header
+	head       []byte // the head written, waiting in the worker's scratch for the first body bytes
+	chunked    bool   // the body goes chunk-encoded
+	headerOnly bool   // no body goes to the client (HEAD, 1xx, 204, 304)
+	o          Out
+	iov        [6][]byte
+	chunkHdr   [20]byte
+	ctx        [maxKeys]any
+}
+
+// BodyKind is how a request body is framed.
+type BodyKind uint8
+
+const (
+	BodyNone BodyKind = iota
+	BodyLength
+	BodyChunked
+)
+
+// Head is the parsed request head.
+func (r *Request) Head() *http1.Request { return &r.req }
+
+// RawHead is the request head as it arrived.
+func (r *Request) RawHead() []byte {
+	c := r.c
+	if c.headLen > 0 && c.headLen <= len(c.in) {
+		return c.in[:c.headLen]
+	}
+	return nil
+}
+
+// IsHEAD reports a HEAD request.
+func (r *Request) IsHEAD() bool { return string(r.req.Method()) == "HEAD" }
+
+// AsGET reports a request that goes on as GET without its body: after an error_page
+// redirect or ForceGET.
+func (r *Request) AsGET() bool { return r.internalGET }
+
+// ForceGET makes the request go on as GET without its body (HEAD stays HEAD), as
+// nginx does after X-Accel-Redirect.
+func (r *Request) ForceGET() { r.internalGET = true }
+
+// URI is $uri: the normalised path, or what an internal redirect made it.
+func (r *Request) URI() []byte { return r.uriBuf }
+
+// Args is $args: the client's arguments, or after an internal redirect those of its
+// target; ok reports a "?".
+func (r *Request) Args() ([]byte, bool) {
+	if r.uriChanged {
+		return r.args, len(r.args) > 0
+	}
+	return r.req.Query()
+}
+
+// URIChanged reports that an internal redirect replaced the client's URI.
+func (r *Request) URIChanged() bool { return r.uriChanged }
+
+// Server is the server that took the request (the address's default one until Host
+// named one); nil when no server listens on the address any more.
+func (r *Request) Server() *conf.Server { return r.srv }
+
+// Location is the location the request is served from (nil before it is found).
+func (r *Request) Location() *conf.Location { return r.loc }
+
+// Prefix is the path of the prefix location that matched, "" for others.
+func (r *Request) Prefix() string { return r.prefix }
+
+// LocConf is module m's config for the request: its location's, else its server's
+// (in the server rewrite phase), else nil.
+func (r *Request) LocConf(m *conf.Module) any {
+	switch {
+	case r.loc != nil:
+		return r.loc.Conf(m)
+	case r.srv != nil:
+		return r.srv.Conf(m)
+	}
+	return nil
+}
+
+// CoreConf is the core's config for the request.
+func (r *Request) CoreConf() *LocConf { return r.c.lcf }
+
+// LocalAddr is the address the client connected to.
+func (r *Request) LocalAddr() netip.AddrPort { return r.c.local }
+
+// HTTPS reports a connection on an address that speaks TLS (nginx's $https).
+func (r *Request) HTTPS() bool {
+	a := r.c.w.snapshotFor(r.c.local).Routes.Addr(r.c.local)
+	return a != nil && a.SSL
+}
+
+// RemoteAddr is the client's address.
+func (r *Request) RemoteAddr() netip.AddrPort { return r.c.remote }
+
+// Worker is the loop's worker.
+func (r *Request) Worker() *Worker { return r.c.w }
+
+// Log is the error log.
+func (r *Request) Log() *slog.Logger { return r.c.w.log }
+
+// Snapshot is the configuration snapshot the request is served with.
+func (r *Request) Snapshot() *Snapshot { return r.snap }
+
+// Ctx is module key's context for the request (kept across reuse, see Request).
+func (r *Request) Ctx(k Key) any { return r.ctx[k] }
+
+// SetCtx sets module key's context.
+func (r *Request) SetCtx(k Key, v any) { r.ctx[k] = v }
+
+// Status is the status sent to the client, 0 before the response head went out.
+func (r *Request) Status() int { return r.status }
+
+// HeaderSent reports that the response head went out (or is on its way).
+func (r *Request) HeaderSent() bool { return r.headerSent }
+
+// DisableKeepAlive makes the connection close after this request.
+func (r *Request) DisableKeepAlive() { r.c.keepAlive = false }
+
+// SetPending makes p the request's pending answer (nil: none): from now on the core
+// tells it of the body, the client's backpressure and the client's end.
+func (r *Request) SetPending(p Pending) { r.pending = p }
+
+// Pending is the request's pending answer, or nil.
+func (r *Request) Pending() Pending { return r.pending }
+
+// abortPending detaches and aborts the pending answer, if any.
+func (r *Request) abortPending() {
+	if r == nil {
+		return
+	}
+	if p := r.pending; p != nil {
+		r.pending = nil
+		p.Abort()
+	}
+}
+
+// Carry adds a field that an answer replacing this one keeps (nginx keeps such
+// fields of an upstream response in headers_out across an internal redirect).
+func (r *Request) Carry(name, value []byte) {
+	r.carried = append(append(append(append(r.carried, name...), ": "...), value...), "\r\n"...)
+}
+
+// SetCarriedType sets the Content-Type the answer replacing this one takes when it
+// has none of its own.
+func (r *Request) SetCarriedType(v []byte) { r.carriedType = append(r.carriedType[:0], v...) }
+
+// CarriedType is the Content-Type SetCarriedType passed on, or nil.
+func (r *Request) CarriedType() []byte { return r.carriedType }
+
+// SetWriteWatermarks gives the client connection its own output watermarks until
+// the response ends (eventloop.Conn.SetWriteWatermarks).
+func (r *Request) SetWriteWatermarks(high, low int) {
+	r.c.conn.SetWriteWatermarks(high, low)
+	r.c.ownWatermarks = true
+}
+
+// Tunnel turns the connection into a byte tunnel after a 101 response (the head is
+// sent first): it returns what the client sent after the request head, for the
+// pending to pass on now; every later byte goes to the pending's TunnelData.
+func (r *Request) Tunnel() []byte {
+	c := r.c
+	r.Flush()
+	c.state = csTunnel
+	var rest []byte
+	if len(c.in) > c.headLen {
+		rest = c.in[c.headLen:]
+		c.in = c.in[:c.headLen]
+	}
+	if c.paused {
+		c.paused = false
+		c.conn.ResumeRead()
+	}
+	c.conn.SetTimeout(0)
+	return rest
+}
+
+// TunnelWrite sends bytes to the client after Tunnel, past the filters.
+func (r *Request) TunnelWrite(p []byte) { r.c.conn.Write(p) }
+
+// PauseBody stops reading the client while what it sends (the body, or tunnel
+// bytes) cannot be passed on.
+func (r *Request) PauseBody() {
+	if c := r.c; c.state == csBody || c.state == csTunnel {
+		c.conn.PauseRead()
+	}
+}
+
+// ResumeBody undoes PauseBody.
+func (r *Request) ResumeBody() {
+	if c := r.c; (c.state == csBody || c.state == csTunnel) && !c.paused {
+		c.conn.ResumeRead()
+	}
+}
+
+// Finish ends the request whose answer is complete: the connection goes on to the
+// next request or closes.
+func (r *Request) Finish() { r.c.finish() }
+
+// Fail answers status if nothing of a response went out yet, else closes the
+// connection (a truncated response must never look complete).
+func (r *Request) Fail(status int) { r.c.failRequest(status) }
+
+// Abort closes the connection: the response cannot be finished.
+func (r *Request) Abort() { r.c.close() }
+
+// failRequest answers an error for the current request if nothing of a response was
+// sent yet, else closes the connection (a truncated response must never look
+// complete).
+func (c *conn) failRequest(status int) {
+	if c.headerSent {
+		c.close()
+		return
+	}
+	c.respondStatus(status)
+}

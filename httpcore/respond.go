@@ -1,0 +1,327 @@
+package httpcore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// statusText is nginx's reason phrases.
+var statusText = map[int]string{
+	100: "Continue", 101: "Switching Protocols",
+	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
+	301: "Moved Permanently", 302: "Moved Temporarily", 303: "See Other", 304: "Not Modified",
+	307: "Temporary Redirect", 308: "Permanent Redirect",
+	400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+	405: "Not Allowed", 406: "Not Acceptable", 408: "Request Time-out", 409: "Conflict", 410: "Gone",
+	411: "Length Required", 412: "Precondition Failed", 413: "Request Entity Too Large",
+	414: "Request-URI Too Large", 415: "Unsupported Media Type", 416: "Requested Range Not Satisfiable",
+	421: "Misdirected Request", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+	494: "Request Header Or Cookie Too Large",
+	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Temporarily Unavailable",
+	504: "Gateway Time-out", 505: "HTTP Version Not Supported", 507: "Insufficient Storage",
+}
+
+// pageTitle is the text of nginx's built-in page for code, which for two codes is
+// not the reason phrase of its status line.
+func pageTitle(code int) string {
+	switch code {
+	case 302:
+		return "Found"
+	case 401:
+		return "Authorization Required"
+	}
+	return reason(code)
+}
+
+func reason(code int) string {
+	if s, ok := statusText[code]; ok {
+		return s
+	}
+	return ""
+}
+
+// statusHeaderTooLarge is nginx's internal 494: answered as 400 with the page
+// "400 Request Header Or Cookie Too Large"; error_page can name it.
+const statusHeaderTooLarge = 494
+
+// wireStatus is the status sent for an internal one.
+func wireStatus(code int) int {
+	if code == statusHeaderTooLarge {
+		return 400
+	}
+	return code
+}
+
+// isRedirect reports a redirect status (one a Location goes with).
+func isRedirect(code int) bool {
+	return code == 301 || code == 302 || code == 303 || code == 307 || code == 308
+}
+
+// respondStatus answers with the built-in page for code, or the error_page the
+// location maps it to.
+func (c *conn) respondStatus(code int) {
+	if statusCloses(code) {
+		c.keepAlive = false
+	}
+	if c.errorPage(code) {
+		return
+	}
+	c.respond(code, textHTML, c.appendErrorPage(nil, code), nil)
+}
+
+// statusCloses is nginx's list of errors after which a connection does not carry
+// another request (ngx_http_special_response_handler), error_page or not.
+func statusCloses(code int) bool {
+	switch code {
+	case 400, 413, 414, 500, 501:
+		return true
+	}
+	return false
+}
+
+// appendErrorPage is nginx's built-in page for a status.
+func (c *conn) appendErrorPage(dst []byte, code int) []byte {
+	if code < 300 {
+		return dst
+	}
+	title := strconv.Itoa(wireStatus(code)) + " " + pageTitle(code)
+	dst = append(dst, "<html>\r\n<head><title>"...)
+	dst = append(dst, title...)
+	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
+	dst = append(dst, title...)
+	dst = append(dst, "</h1></center>\r\n<hr><center>"...)
+	dst = append(dst, c.serverToken()...)
+	return append(dst, "</center>\r\n</body>\r\n</html>\r\n"...)
+}
+
+func (c *conn) serverToken() string {
+	if c.lcf.ServerTokens {
+		return "numaproxy/" + Version
+	}
+	return "numaproxy"
+}
+
+// maxURIChanges is nginx's NGX_HTTP_MAX_URI_CHANGES: the internal redirects one
+// request may take; the one after them answers 500.
+const maxURIChanges = 10
+
+// errorPage applies the location's error_page for code: an internal redirect, a
+// named location or a redirect to a URL. It reports whether it took the request.
+// As nginx (ngx_http_special_response_handler): once an error met a location with
+// error pages and recursive_error_pages off, no later error gets one; and none does
+// once the internal redirects are used up.
+func (c *conn) errorPage(code int) bool {
+	if c.errorPageDone || c.srv == nil || c.state == csClosed || c.redirects > maxURIChanges || len(c.lcf.ErrorPages) == 0 {
+		return false
+	}
+	if !c.lcf.RecursiveErrorPages {
+		c.errorPageDone = true
+	}
+	for _, ep := range c.lcf.ErrorPages {
+		if ep.Code != code {
+			continue
+		}
+		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
+			status := 302
+			if isRedirect(ep.Status) {
+				status = ep.Status
+			}
+			c.respond(status, textHTML, c.appendErrorPage(nil, status), []byte(ep.Target))
+			return true
+		}
+		switch ep.Status {
+		case 0:
+			c.forceStatus = code
+		case -1:
+			c.forceStatus = 0 // the target's own status
+		default:
+			c.forceStatus = ep.Status
+		}
+		c.internalGET = true
+		if c.state == csBody {
+			// The body was cut short: the connection cannot carry another request.
+			c.keepAlive = false
+		}
+		c.internalRedirect(ep.Target)
+		return true
+	}
+	return false
+}
+
+// internalRedirect serves the request again from target, a URI (its arguments are
+// dropped) or an @named location, as nginx's ngx_http_internal_redirect and
+// ngx_http_named_location: past maxURIChanges of them it answers 500.
+func (c *conn) internalRedirect(target string) {
+	if strings.HasPrefix(target, "@") {
+		c.redirects++
+		if c.redirectCycle(target) {
+			return
+		}
+		loc := c.snap.Routes.Locations(c.srv).Named(target)
+		if loc == nil {
+			c.w.log.Error("could not find named location \""+target+"\"", "client", c.remote.String())
+			c.serverError()
+			return
+		}
+		// nginx goes on with the named location's rewrite phase.
+		c.loc, c.prefix, c.lcf = loc, "", LocationConf(loc)
+		c.phase = c.snap.rewriteIndex
+		c.Request.RunPhases()
+		return
+	}
+	path, args, _ := strings.Cut(target, "?")
+	setURI(c.Request, path, args)
+	c.rerun()
+}
+
+// rerun serves the request again from its current $uri, as the second half of
+// nginx's ngx_http_internal_redirect: from the server rewrite phase on.
+func (c *conn) rerun() {
+	c.redirects++
+	if c.redirectCycle(string(c.uriBuf)) {
+		return
+	}
+	c.loc, c.prefix, c.lcf = nil, "", c.srvConf
+	c.phase = c.snap.serverIndex
+	c.Request.RunPhases()
+}
+
+// redirectCycle answers 500 once the internal redirects are used up.
+func (c *conn) redirectCycle(target string) bool {
+	if c.redirects <= maxURIChanges {
+		return false
+	}
+	c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.remote.String())
+	c.serverError()
+	return true
+}
+
+// setURI makes path $uri and args $args for an internal redirect.
+func setURI[T string | []byte](r *Request, path, args T) {
+	if cap(r.uriBuf) < len(path) {
+		// Pool buffers only: a grown slice must not go back to the pool.
+		pool := r.c.conn.Loop().Pool()
+		if r.uriBuf != nil {
+			pool.Put(r.uriBuf[:cap(r.uriBuf)])
+		}
+		r.uriBuf = pool.Get(len(path))[:0]
+	}
+	r.uriBuf = append(r.uriBuf[:0], path...)
+	r.args = append(r.args[:0], args...)
+	r.uriChanged = true
+}
+
+// serverError answers 500 with the built-in page, whatever status an error_page
+// imposed before: nginx's finalize with NGX_HTTP_INTERNAL_SERVER_ERROR.
+func (c *conn) serverError() {
+	c.forceStatus = 0
+	c.keepAlive = false // as nginx after a 500
+	c.respond(500, textHTML, c.appendErrorPage(nil, 500), nil)
+}
+
+var (
+	textHTML  = []byte("text/html")
+	textPlain = []byte("text/plain")
+)
+
+// respond sends a complete local response: status, headers, body; location is the
+// Location header for redirects (nil for none).
+func (c *conn) respond(code int, contentType, body, location []byte) {
+	if c.forceStatus != 0 {
+		code = c.forceStatus
+	}
+	// A body not read yet is dropped after the answer; one cut short while it was
+	// read ends the connection (nginx's reading_body).
+	switch {
+	case c.state == csBody:
+		c.keepAlive = false
+	case c.bodyUnread():
+		if !c.discardBody() {
+			c.keepAlive = false // invalid chunked framing: the rest is not dropped
+		}
+	}
+	r := c.Request
+	c.conn.SetWriteTimeout(c.lcf.SendTimeout)
+	h := r.NewHeader()
+	h.Status = wireStatus(code)
+	h.ContentLength = -1
+	noBody := code == 204 || code == 304 || (code >= 100 && code < 200)
+	if !noBody {
+		h.Add(contentTypeName, contentType)
+		h.ContentLength = int64(len(body))
+	}
+	if location != nil {
+		h.AddLocation(location)
+	}
+	r.SendHeader()
+	if noBody || r.IsHEAD() {
+		body = nil
+	}
+	r.SendBody(body, true)
+	if c.state == csDiscard {
+		return // the request finishes once the body is dropped
+	}
+	c.finish()
+}
+
+// respondAutoRedirect is nginx's 301 from "/dir" to "/dir/" for a location that
+// asked for it (SetContentHandler).
+func (c *conn) respondAutoRedirect() {
+	loc := append([]byte(nil), c.uriBuf...)
+	loc = append(loc, '/')
+	if q, ok := c.req.Query(); ok {
+		loc = append(append(loc, '?'), q...)
+	}
+	c.respond(301, textHTML, c.appendErrorPage(nil, 301), loc)
+}
+
+// The answers a handler gives itself. Each finishes the request (or, when a request
+// body is still to be dropped, once it is).
+
+// SendStatus answers code as nginx's special responses: the location's error_page
+// for it, else the built-in page (a handler may as well return the status).
+func (r *Request) SendStatus(code int) { r.c.respondStatus(code) }
+
+// SendPage answers code with the built-in page and, for a redirect, location as its
+// Location (a path is made absolute); from 300 on the location's error_page for
+// code takes precedence. It is nginx's return of a code with no text, or with a URL.
+func (r *Request) SendPage(code int, location []byte) {
+	c := r.c
+	if code >= 300 && c.errorPage(code) {
+		return
+	}
+	c.respond(code, textHTML, c.appendErrorPage(nil, code), location)
+}
+
+// SendText answers code with text as the body, of contentType (empty: text/plain),
+// error_page or not: nginx's ngx_http_send_response with a text.
+func (r *Request) SendText(code int, contentType, text []byte) {
+	if len(contentType) == 0 {
+		contentType = textPlain
+	}
+	r.c.respond(code, contentType, text, nil)
+}
+
+// InternalRedirect serves the request again from target: "/uri?args" or "@name",
+// as nginx's error_page redirect (up to 10 per request, then 500).
+func (r *Request) InternalRedirect(target string) { r.c.internalRedirect(target) }
+
+// SetURI makes path $uri and args $args, copied, for Rerun.
+func (r *Request) SetURI(path, args []byte) { setURI(r, path, args) }
+
+// Rerun serves the request again from the $uri SetURI set, as nginx's
+// ngx_http_internal_redirect: from the server rewrite phase, counting against the
+// internal redirects a request may take.
+func (r *Request) Rerun() { r.c.rerun() }
+
+// DiscardRequestBody prepares answering without reading the request body, as the
+// start of nginx's ngx_http_send_response: a client waiting for 100 Continue is told
+// to send the body (which is then dropped after the answer), and the part of a
+// chunked body already here must be valid framing; false: it is not (answer 400).
+func (r *Request) DiscardRequestBody() bool {
+	c := r.c
+	if c.redirects == 0 && c.bodyFate == bodyOnWire && c.req.ExpectContinue() {
+		c.conn.Write(continue100)
+	}
+	return !c.bodyUnread() || c.bufferedChunksValid()
+}

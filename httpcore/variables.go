@@ -1,0 +1,220 @@
+package httpcore
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/numaproxy/numaproxy/conf"
+)
+
+// Variable is one variable a module registers (Hooks.Variables): its name and how
+// it gets its value. Values are computed only when a template that names them is
+// evaluated, into the template's buffer, so a variable nobody uses costs nothing.
+type Variable struct {
+	// Name is the name without "$", lower-case. With Prefix it is a family of
+	// variables: "http_" is $http_NAME for any NAME.
+	Name   string
+	Prefix bool
+	// Param turns the rest of a prefixed name, as written, into the parameter Get
+	// receives, once when the template is compiled (nil: as written).
+	Param func(rest string) string
+	// Get appends the value for r to dst. It must not allocate on the steady path.
+	Get func(dst []byte, r *Request, param string) []byte
+}
+
+// Variables is a registry: every module's variables by name.
+type Variables struct {
+	names    map[string]*Variable
+	prefixes []*Variable
+}
+
+// NewVariables indexes lists of variables; a name declared twice is an error.
+func NewVariables(lists ...[]Variable) (*Variables, error) {
+	v := &Variables{names: map[string]*Variable{}}
+	for _, list := range lists {
+		for i := range list {
+			d := &list[i]
+			if d.Prefix {
+				for _, p := range v.prefixes {
+					if p.Name == d.Name {
+						return nil, fmt.Errorf("variable prefix %q declared twice", d.Name)
+					}
+				}
+				v.prefixes = append(v.prefixes, d)
+				continue
+			}
+			if v.names[d.Name] != nil {
+				return nil, fmt.Errorf("variable %q declared twice", d.Name)
+			}
+			v.names[d.Name] = d
+		}
+	}
+	return v, nil
+}
+
+var registries sync.Map // *conf.Registry → *Variables
+
+// VariablesOf is the variable registry of a module set: the variables of every
+// module whose Ctx is *Hooks. It is built once per registry.
+func VariablesOf(reg *conf.Registry) (*Variables, error) {
+	if v, ok := registries.Load(reg); ok {
+		return v.(*Variables), nil
+	}
+	var lists [][]Variable
+	for _, m := range reg.Modules() {
+		if h, ok := m.Ctx.(*Hooks); ok {
+			lists = append(lists, h.Variables)
+		}
+	}
+	v, err := NewVariables(lists...)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := registries.LoadOrStore(reg, v)
+	return actual.(*Variables), nil
+}
+
+// CompileTemplate compiles s against the variables of the configuration being read,
+// for a directive's Set function.
+func CompileTemplate(c *conf.Cursor, s string) (*Template, error) {
+	v, err := VariablesOf(c.Config.Registry())
+	if err != nil {
+		return nil, err
+	}
+	return v.Compile(s)
+}
+
+// part is a piece of a template: literal text, or a variable with its parameter
+// (the NAME of $http_NAME).
+type part struct {
+	lit   string
+	v     *Variable
+	param string
+}
+
+// Template is a string with $variables, compiled once at configuration load.
+type Template struct {
+	raw   string
+	parts []part
+}
+
+// Compile parses "$name" and "${name}" references; "$" followed by anything else is
+// literal, as in nginx. An unknown variable is an error.
+func (v *Variables) Compile(s string) (*Template, error) {
+	t := &Template{raw: s}
+	lit := strings.Builder{}
+	flush := func() {
+		if lit.Len() > 0 {
+			t.parts = append(t.parts, part{lit: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			lit.WriteByte(s[i])
+			continue
+		}
+		var name string
+		if s[i+1] == '{' {
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return nil, fmt.Errorf("the closing bracket in %q variable is missing", s[i+2:])
+			}
+			name = s[i+2 : i+2+end]
+			i += 2 + end
+		} else {
+			j := i + 1
+			for j < len(s) && isVarChar(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				lit.WriteByte('$')
+				continue
+			}
+			name = s[i+1 : j]
+			i = j - 1
+		}
+		p, err := v.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		flush()
+		t.parts = append(t.parts, p)
+	}
+	flush()
+	return t, nil
+}
+
+// MustCompile is Compile for templates known to be valid.
+func (v *Variables) MustCompile(s string) *Template {
+	t, err := v.Compile(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (v *Variables) lookup(name string) (part, error) {
+	if name == "" {
+		return part{}, fmt.Errorf("invalid variable name")
+	}
+	if name[0] >= '0' && name[0] <= '9' {
+		return part{}, fmt.Errorf("regex captures ($%s) are not supported", name)
+	}
+	lower := strings.ToLower(name)
+	if d := v.names[lower]; d != nil {
+		return part{v: d}, nil
+	}
+	for _, d := range v.prefixes {
+		if strings.HasPrefix(lower, d.Name) && len(lower) > len(d.Name) {
+			param := name[len(d.Name):]
+			if d.Param != nil {
+				param = d.Param(param)
+			}
+			return part{v: d, param: param}, nil
+		}
+	}
+	return part{}, fmt.Errorf("unknown %q variable", name)
+}
+
+func isVarChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// Static reports a template without variables.
+func (t *Template) Static() bool {
+	for _, p := range t.parts {
+		if p.v != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Uses reports whether the template names the variable called name (a prefix's
+// name for a family: "http_").
+func (t *Template) Uses(name string) bool {
+	for _, p := range t.parts {
+		if p.v != nil && p.v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns the template as written.
+func (t *Template) String() string { return t.raw }
+
+// Append evaluates the template for r into dst.
+func (t *Template) Append(dst []byte, r *Request) []byte {
+	for i := range t.parts {
+		p := &t.parts[i]
+		if p.v == nil {
+			dst = append(dst, p.lit...)
+		} else {
+			dst = p.v.Get(dst, r, p.param)
+		}
+	}
+	return dst
+}

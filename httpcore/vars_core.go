@@ -1,0 +1,268 @@
+package httpcore
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+)
+
+// coreVariables are the core's variables: nginx's ngx_http_core_variables that
+// numaproxy has, and its own $numa_node, $worker_cpu and $incoming_cpu.
+var coreVariables = []Variable{
+	{Name: "host", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx: the Host header without port, lower-cased, else the server name.
+		if h := r.req.Host(); len(h) > 0 {
+			return AppendLowerHost(dst, h)
+		}
+		return append(dst, r.serverName()...)
+	}},
+	{Name: "http_", Prefix: true, Param: func(rest string) string {
+		// $http_user_agent names User-Agent: underscores stand for dashes.
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) }},
+	{Name: "cookie_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
+		return append(dst, cookieValue(r.headerValue("cookie"), name)...)
+	}},
+	{Name: "arg_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
+		q, _ := r.Args()
+		return append(dst, argValue(q, name)...)
+	}},
+	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.remote.Addr().AppendTo(dst) }},
+	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte {
+		return strconv.AppendUint(dst, uint64(r.c.remote.Port()), 10)
+	}},
+	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.local.Addr().AppendTo(dst) }},
+	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
+		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
+	}},
+	{Name: "server_name", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
+	{Name: "server_protocol", Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.req.ProtoMinor() == 1 {
+			return append(dst, "HTTP/1.1"...)
+		}
+		return append(dst, "HTTP/1.0"...)
+	}},
+	{Name: "scheme", Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.HTTPS() {
+			return append(dst, "https"...)
+		}
+		return append(dst, "http"...)
+	}},
+	{Name: "https", Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.HTTPS() {
+			return append(dst, "on"...)
+		}
+		return dst
+	}},
+	{Name: "request", Get: func(dst []byte, r *Request, _ string) []byte {
+		line := r.RawHead()
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = bytes.TrimRight(line[:i], "\r")
+		}
+		return append(dst, line...)
+	}},
+	{Name: "request_method", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Method()...) }},
+	{Name: "request_uri", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Target()...) }},
+	{Name: "uri", Get: appendURI},
+	{Name: "document_uri", Get: appendURI},
+	{Name: "args", Get: appendArgs},
+	{Name: "query_string", Get: appendArgs},
+	{Name: "is_args", Get: func(dst []byte, r *Request, _ string) []byte {
+		if _, ok := r.Args(); ok {
+			return append(dst, '?')
+		}
+		return dst
+	}},
+	{Name: "content_length", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.headerValue("content-length")...)
+	}},
+	{Name: "content_type", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.headerValue("content-type")...)
+	}},
+	{Name: "status", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's "%03ui": 000 before a status is set.
+		st := r.status
+		return append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
+	}},
+	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.bodySent, 10) }},
+	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
+	{Name: "time_local", Get: func(dst []byte, _ *Request, _ string) []byte {
+		return time.Now().AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
+	}},
+	{Name: "time_iso8601", Get: func(dst []byte, _ *Request, _ string) []byte {
+		return time.Now().AppendFormat(dst, "2006-01-02T15:04:05-07:00")
+	}},
+	{Name: "msec", Get: func(dst []byte, _ *Request, _ string) []byte {
+		now := time.Now()
+		dst = strconv.AppendInt(dst, now.Unix(), 10)
+		dst = append(dst, '.')
+		ms := now.Nanosecond() / 1e6
+		return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	}},
+	{Name: "connection", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendUint(dst, r.c.id, 10) }},
+	{Name: "connection_requests", Get: func(dst []byte, r *Request, _ string) []byte {
+		return strconv.AppendInt(dst, int64(r.c.requests), 10)
+	}},
+	{Name: "hostname", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.c.w.hostname...) }},
+	{Name: "numa_node", Get: func(dst []byte, r *Request, _ string) []byte {
+		return strconv.AppendInt(dst, int64(r.c.w.numaNode), 10)
+	}},
+	{Name: "worker_cpu", Get: func(dst []byte, r *Request, _ string) []byte {
+		return strconv.AppendInt(dst, int64(r.c.w.loop.CPU()), 10)
+	}},
+	{Name: "incoming_cpu", Get: func(dst []byte, r *Request, _ string) []byte {
+		cpu, err := unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+		if err != nil {
+			return append(dst, '-')
+		}
+		return strconv.AppendInt(dst, int64(cpu), 10)
+	}},
+}
+
+func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }
+
+func appendArgs(dst []byte, r *Request, _ string) []byte {
+	q, _ := r.Args()
+	return append(dst, q...)
+}
+
+// serverName is $server_name: the first name of the server that took the request.
+func (r *Request) serverName() string {
+	if r.srv == nil || len(r.srv.Names) == 0 {
+		return ""
+	}
+	return r.srv.Names[0].Name
+}
+
+// appendHTTPVar is $http_NAME (name lower-case, with dashes), as nginx 1.22 finds
+// it: repeated X-Forwarded-For and Cookie fields joined with ", " and "; "; Host,
+// User-Agent, Referer and Via by their exact names; any other name matches a field
+// whose name has "_" where name has "-" (underscores_in_headers on lets those in).
+func (r *Request) appendHTTPVar(dst []byte, name string) []byte {
+	h := &r.req.Headers
+	sep := ", "
+	switch name {
+	case "cookie":
+		sep = "; "
+		fallthrough
+	case "x-forwarded-for":
+		first := true
+		for i := h.Index(name, 0); i >= 0; i = h.Index(name, i+1) {
+			if !first {
+				dst = append(dst, sep...)
+			}
+			first = false
+			dst = append(dst, h.Value(i)...)
+		}
+		return dst
+	case "host", "user-agent", "referer", "via":
+		return append(dst, r.headerValue(name)...)
+	}
+	for i := 0; i < h.Len(); i++ {
+		if equalFoldDash(h.Name(i), name) {
+			return append(dst, h.Value(i)...)
+		}
+	}
+	return dst
+}
+
+// equalFoldDash compares a field name with a lower-case name with dashes, ASCII
+// case-insensitively, "_" in the field name matching "-".
+func equalFoldDash(field []byte, name string) bool {
+	if len(field) != len(name) {
+		return false
+	}
+	for i, c := range field {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// headerValue is the first request field called name (lower-case, dashes).
+func (r *Request) headerValue(name string) []byte {
+	v, _ := r.req.Headers.Get(name)
+	return v
+}
+
+// AppendLowerHost appends host as nginx's $host has it (ngx_http_validate_host):
+// without its port and its trailing dot, lower-cased.
+func AppendLowerHost(dst, host []byte) []byte {
+	end := len(host)
+	if len(host) > 0 && host[0] == '[' {
+		if i := bytes.IndexByte(host, ']'); i >= 0 {
+			end = i + 1
+		}
+	} else if i := bytes.LastIndexByte(host, ':'); i >= 0 {
+		end = i
+	}
+	if end > 0 && host[end-1] == '.' {
+		end--
+	}
+	for _, ch := range host[:end] {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}
+
+// argValue finds name=value in a query string (names compare case-insensitively, as
+// nginx's $arg_).
+func argValue(q []byte, name string) []byte {
+	for len(q) > 0 {
+		pair := q
+		if i := bytes.IndexByte(q, '&'); i >= 0 {
+			pair, q = q[:i], q[i+1:]
+		} else {
+			q = nil
+		}
+		k, v := pair, []byte(nil)
+		if i := bytes.IndexByte(pair, '='); i >= 0 {
+			k, v = pair[:i], pair[i+1:]
+		}
+		if http1.EqualFold(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// cookieValue finds a cookie in a Cookie header ("a=1; b=2").
+func cookieValue(h []byte, name string) []byte {
+	for len(h) > 0 {
+		item := h
+		if i := bytes.IndexByte(h, ';'); i >= 0 {
+			item, h = h[:i], h[i+1:]
+		} else {
+			h = nil
+		}
+		item = bytes.TrimSpace(item)
+		if i := bytes.IndexByte(item, '='); i >= 0 && string(item[:i]) == name {
+			return item[i+1:]
+		}
+	}
+	return nil
+}
+
+// AppendSeconds formats d as nginx's seconds with milliseconds: "0.042".
+func AppendSeconds(dst []byte, d time.Duration) []byte {
+	ms := d.Milliseconds()
+	dst = strconv.AppendInt(dst, ms/1000, 10)
+	dst = append(dst, '.')
+	frac := ms % 1000
+	return append(dst, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
