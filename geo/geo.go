@@ -179,7 +179,7 @@ func Parse(c *conf.Cursor, s *conf.Stmt) (*Geo, error) {
 	g := &Geo{Pos: s.Pos}
 	args := s.Args
 	for _, a := range args {
-		if !strings.HasPrefix(a.Value, "$") {
+		if !strings.HasPrefix(a.Value, "$") || a.Value == "$" {
 			return nil, &conf.Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid variable name %q", a.Value)}
 		}
 	}

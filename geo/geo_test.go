@@ -225,6 +225,7 @@ func TestGeoConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ http, want string }{
 		{"geo a { }", `invalid variable name "a" in `},
 		{"geo $a b { }", `invalid variable name "b" in `},
+		{"geo $ { }", `invalid variable name "$" in `},
 		{"geo $a {\n 1.2.3.4/33 x;\n}", `invalid network "1.2.3.4/33" in `},
 		{"geo $a {\n 1.2.3.4/ x;\n}", `invalid network "1.2.3.4/" in `},
 		{"geo $a {\n 255.255.255.255/32 x;\n}", `invalid network "255.255.255.255/32" in `},

@@ -15,6 +15,9 @@
 //     RE2 has no lookahead, so that newline becomes part of the whole match ($0) and
 //     of a group that encloses the "$".
 //   - In multiline mode (?m), "^" also matches after a newline that ends the subject.
+//   - A group inside a repeat whose body can match empty ("(a*)*", "(a|)*b"): PCRE
+//     ends the loop with one empty iteration and the group holds it; RE2 keeps the
+//     last non-empty one. The whole match is the same.
 package pcre
 
 import (

@@ -88,7 +88,7 @@ func Parse(c *conf.Cursor, s *conf.Stmt) (*Map, error) {
 		return nil, s.Errorf("invalid number of arguments in %q directive", s.Name)
 	}
 	name := s.Args[1].Value
-	if !strings.HasPrefix(name, "$") {
+	if !strings.HasPrefix(name, "$") || name == "$" {
 		return nil, &conf.Error{Pos: s.Args[1].Pos, Msg: fmt.Sprintf("invalid variable name %q", name)}
 	}
 	m := &Map{Source: s.Args[0].Value, Var: name[1:], Pos: s.Pos, Default: -1,

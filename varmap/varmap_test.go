@@ -200,6 +200,7 @@ func TestMapURINewline(t *testing.T) {
 func TestMapConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ http, want string }{
 		{"map $a b { }", `invalid variable name "b" in `},
+		{"map $a $ { }", `invalid variable name "$" in `},
 		{"map $a $b {\n default x;\n default y;\n}", "duplicate default map parameter in /"},
 		{"map $a $b {\n a x;\n A y;\n}", `conflicting parameter "a" in `},
 		{"map $a $b {\n a x y;\n}", "invalid number of the map parameters in "},
