@@ -801,10 +801,28 @@ func init() {
 func (t *translator) class(f *flags) error {
 	open := t.i
 	t.i++
+	// PCRE2 looks past \E, an empty \Q\E and (with xx) blanks for the "^" and for
+	// a "]" that is a literal when it comes first.
+	skip := func() {
+		for t.i < len(t.src) {
+			switch {
+			case strings.HasPrefix(t.src[t.i:], `\E`):
+				t.i += 2
+			case strings.HasPrefix(t.src[t.i:], `\Q\E`):
+				t.i += 4
+			case f.extended2 && (t.src[t.i] == ' ' || t.src[t.i] == '\t'):
+				t.i++
+			default:
+				return
+			}
+		}
+	}
+	skip()
 	negate := false
 	if t.i < len(t.src) && t.src[t.i] == '^' {
 		negate = true
 		t.i++
+		skip()
 	}
 	if p := t.src[t.i:]; len(p) > 1 && (p[0] == ':' || p[0] == '.' || p[0] == '=') {
 		// "[:alpha:]" without the outer brackets

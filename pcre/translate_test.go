@@ -144,6 +144,8 @@ var patternTable = []struct {
 	{`(?x)a+ ?`, false, []string{"aaa"}},
 	{`(?i)[[:^lower:]]+|[[:upper:]]`, false, []string{"abcABC", "1"}},
 	{`[%--]+`, false, []string{"%-"}},
+	{`[\E]a]+|[\E^a]+|[^\Q\E]b]+`, false, []string{"]a", "^b", "c"}},
+	{`(?xx)[ ]a]+`, false, []string{"]a", " "}},
 	// A group inside a repeat whose body can match empty: PCRE records one last
 	// empty iteration, RE2 does not. The whole match is the same.
 	{`(|a)+`, false, []string{"aa"}},

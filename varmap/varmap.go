@@ -303,8 +303,9 @@ type Match struct {
 // leading wildcard, the longest trailing wildcard, then regexes in order, else the
 // default. Keys match without regard to ASCII case; regexes see key as it is.
 // scratch is room to lower-case key in when it has upper-case letters; caps receives
-// a regex key's captures (see pcre.Regexp.Exec) and may be nil. Find allocates
-// nothing but for a regex match with captures (one slice, from Go's regexp).
+// a regex key's captures (see pcre.Regexp.Exec), offsets into key, which the caller
+// keeps as nginx keeps r->captures_data; caps may be nil. Find allocates nothing but
+// for a regex match with captures (one slice, from Go's regexp).
 func (m *Map) Find(key, scratch []byte, caps []int) Match {
 	if m.Hostnames && len(key) > 0 && key[len(key)-1] == '.' {
 		key = key[:len(key)-1]
