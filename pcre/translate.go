@@ -2,7 +2,8 @@
 // server_name ~, rewrite, if, map) on Go's RE2 engine: it translates PCRE2 syntax as
 // nginx compiles it (8-bit, no UTF, ASCII case folding) into RE2 syntax with the same
 // meaning, keeps capture numbers and names, and refuses with a clear message what RE2
-// cannot do (backreferences, lookaround, atomic and possessive matching, recursion).
+// cannot do (backreferences, lookaround, atomic and possessive matching, recursion)
+// or would do differently (a loop over something that can match empty: "(a|b?)+").
 //
 // Where the two engines differ and the translation cannot close the gap:
 //   - PCRE without UTF matches bytes, RE2 matches UTF-8 characters: "." and "[^/]"
@@ -12,12 +13,11 @@
 //     right after a non-ASCII character, \xHH at or above 0x80 outside a class, a
 //     class holding some but not all of 0x80-0xFF) are refused.
 //   - "$" (and \Z) also matches before a newline that ends the subject, as in PCRE;
-//     RE2 has no lookahead, so that newline becomes part of the whole match ($0) and
-//     of a group that encloses the "$".
+//     RE2 has no lookahead, so the translation takes that newline into the match: a
+//     group that encloses the "$" holds it, and what follows the "$" in the pattern
+//     ("a$\n", "$\b") sees the subject after it. nginx has no $0, and "$" ends its
+//     patterns, where both engines agree.
 //   - In multiline mode (?m), "^" also matches after a newline that ends the subject.
-//   - A group inside a repeat whose body can match empty ("(a*)*", "(a|)*b"): PCRE
-//     ends the loop with one empty iteration and the group holds it; RE2 keeps the
-//     last non-empty one. The whole match is the same.
 package pcre
 
 import (
@@ -78,6 +78,7 @@ type translator struct {
 	out      strings.Builder
 	names    []string
 	lastKind atom // the atom just written, for the quantifier that may follow
+	nullable bool // whether the atom (or group) just written can match empty
 }
 
 type atom int
@@ -112,20 +113,23 @@ func (t *translator) errAt(off int, format string, args ...any) error {
 // for the rest of the group, later alternatives included, as in PCRE2.
 func (t *translator) sequence(f *flags, depth int) error {
 	t.lastKind = atomNone
+	// Whether the group can match empty: some alternative has only atoms that can.
+	anyNullable, altNullable := false, true
 	for {
 		t.skipExtended(f)
-		if t.i >= len(t.src) {
+		if t.i >= len(t.src) || t.src[t.i] == ')' {
+			t.nullable = anyNullable || altNullable
 			return nil
 		}
 		c := t.src[t.i]
 		kind := atomOK
+		t.nullable = false
 		switch c {
-		case ')':
-			return nil
 		case '|':
 			t.i++
 			t.out.WriteByte('|')
 			t.lastKind = atomNone
+			anyNullable, altNullable = anyNullable || altNullable, true
 			continue
 		case '(':
 			k, err := t.group(f, depth)
@@ -192,10 +196,14 @@ func (t *translator) sequence(f *flags, depth int) error {
 			t.lastKind = atomNone
 			continue
 		}
+		if kind == atomAssert {
+			t.nullable = true
+		}
 		t.lastKind = kind
 		if err := t.quantifier(f); err != nil {
 			return err
 		}
+		altNullable = altNullable && t.nullable
 	}
 }
 
@@ -292,9 +300,11 @@ func (t *translator) quantifier(f *flags) error {
 	}
 	at := t.i
 	var q string
+	unbounded, optional := false, false
 	switch c := t.src[t.i]; c {
 	case '*', '+', '?':
 		q = string(c)
+		unbounded, optional = c != '?', c != '+'
 		t.i++
 	case '{':
 		min, max, n := t.parseCount(t.i)
@@ -310,6 +320,7 @@ func (t *translator) quantifier(f *flags) error {
 		if min > maxRepeat || max > maxRepeat {
 			return t.errAt(at, "repeat count over RE2's limit of %d", maxRepeat)
 		}
+		unbounded, optional = max < 0, min == 0
 		switch {
 		case max < 0:
 			q = fmt.Sprintf("{%d,}", min)
@@ -327,6 +338,14 @@ func (t *translator) quantifier(f *flags) error {
 		return t.errAt(at, "quantifier does not follow a repeatable item")
 	case atomNonASCII:
 		return t.errAt(at, "quantifier after a non-ASCII character: PCRE repeats its last byte, RE2 the whole character; write (?:...) around it")
+	}
+	if unbounded && t.nullable {
+		// PCRE ends such a loop at the first iteration that matches empty; RE2
+		// skips empty iterations and may go on: the matches would differ.
+		return t.errAt(at, "a repeated item that can match empty: PCRE stops at an empty iteration, RE2 does not; make it match at least one character")
+	}
+	if optional {
+		t.nullable = true
 	}
 	lazy := f.ungreedy
 	t.skipExtended(f)
@@ -559,8 +578,8 @@ func (t *translator) escape(f *flags) (atom, error) {
 		t.out.WriteString(`(?:\n?\z)`)
 		return atomAssert, nil
 	case 'N':
-		if t.i < len(t.src) && t.src[t.i] == '{' {
-			return 0, t.errAt(at, `\N{...} is not supported`)
+		if strings.HasPrefix(t.src[t.i:], "{U+") {
+			return 0, t.errAt(at, `\N{U+hh..} is supported only in UTF mode`)
 		}
 		t.out.WriteString(`[^\n]`)
 		return atomOK, nil

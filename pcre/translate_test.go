@@ -2,7 +2,6 @@ package pcre
 
 import (
 	"fmt"
-	"regexp/syntax"
 	"strings"
 	"testing"
 )
@@ -26,6 +25,9 @@ func compareWithPCRE(re *Regexp, oc oracleCode, subject []byte) error {
 	if ok && want == nil && caps[0] == len(subject) && len(subject) > 0 && subject[len(subject)-1] == '\n' && strings.Contains(re.RE2(), "(?m:^)") {
 		return nil // the documented difference: (?m)^ after a final newline
 	}
+	if ok != (want != nil) && len(subject) > 0 && subject[len(subject)-1] == '\n' && strings.Contains(re.RE2(), `\n?\z`) {
+		return nil // the documented difference: what follows "$" sees the final newline
+	}
 	if ok != (want != nil) {
 		return fmt.Errorf("%q (RE2 %q) on %q: match %v, PCRE2 %v", re.String(), re.RE2(), subject, ok, want != nil)
 	}
@@ -45,35 +47,12 @@ func compareWithPCRE(re *Regexp, oc oracleCode, subject []byte) error {
 		if i%2 == 1 && got[i] == len(subject) && want[i] == len(subject)-1 && subject[len(subject)-1] == '\n' {
 			continue
 		}
-		if i >= 2 && got[0] == want[0] && (got[1] == want[1] || got[1] == len(subject)) && captureUnderRepeat(re.RE2()) {
-			continue // the documented difference on empty iterations
+		if len(subject) > 0 && subject[len(subject)-1] == '\n' && strings.Contains(re.RE2(), `\n?\z`) {
+			continue // the documented difference: "$" took the final newline
 		}
 		return fmt.Errorf("%q (RE2 %q) on %q: offsets %v, PCRE2 %v", re.String(), re.RE2(), subject, got, want)
 	}
 	return nil
-}
-
-// captureUnderRepeat reports a capturing group inside a repeated one, where PCRE's
-// captures may differ from RE2's when an iteration matches empty.
-func captureUnderRepeat(re2 string) bool {
-	re, err := syntax.Parse(re2, syntax.Perl)
-	if err != nil {
-		return false
-	}
-	var walk func(r *syntax.Regexp, repeated bool) bool
-	walk = func(r *syntax.Regexp, repeated bool) bool {
-		if r.Op == syntax.OpCapture && repeated {
-			return true
-		}
-		rep := repeated || r.Op == syntax.OpStar || r.Op == syntax.OpPlus || r.Op == syntax.OpRepeat || r.Op == syntax.OpQuest
-		for _, s := range r.Sub {
-			if walk(s, rep) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(re, false)
 }
 
 // patterns as nginx users write them, with subjects that exercise them; each is
@@ -146,12 +125,8 @@ var patternTable = []struct {
 	{`[%--]+`, false, []string{"%-"}},
 	{`[\E]a]+|[\E^a]+|[^\Q\E]b]+`, false, []string{"]a", "^b", "c"}},
 	{`(?xx)[ ]a]+`, false, []string{"]a", " "}},
-	// A group inside a repeat whose body can match empty: PCRE records one last
-	// empty iteration, RE2 does not. The whole match is the same.
-	{`(|a)+`, false, []string{"aa"}},
-	{`(a*)*`, false, []string{"b", "aa"}},
-	{`(a*)+`, false, []string{"b", "aa"}},
-	{`(a|)*b`, false, []string{"aab"}},
+	{`(a*b)*(c?d)+(e|f)*`, false, []string{"abbcdde", "ddfe"}},
+	{`(a|b?){2}(c?){1,3}`, false, []string{"bc", "ccc"}},
 }
 
 func TestTranslateAgainstPCRE2(t *testing.T) {
@@ -221,6 +196,12 @@ func TestTranslateRefuses(t *testing.T) {
 		{`[\xe0-\xff]`, `class with some of the bytes 0x80-0xFF`},
 		{"a\xff", `byte 0xff is not UTF-8`},
 		{`a{1001}`, `repeat count over RE2's limit of 1000`},
+		{`(|a)+`, `a repeated item that can match empty`},
+		{`(a*)*`, `a repeated item that can match empty`},
+		{`(?:b?|c)+`, `a repeated item that can match empty`},
+		{`(a|)*b`, `a repeated item that can match empty`},
+		{`(?:$)*`, `a repeated item that can match empty`},
+		{`(?:a?){2,}`, `a repeated item that can match empty`},
 		{`(?<a>x)(?<a>y)`, `two named subpatterns have the same name "a"`},
 		// PCRE2's own refusals keep PCRE2's wording.
 		{`(abc`, `missing closing parenthesis in "(abc"`},
