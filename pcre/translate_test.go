@@ -112,6 +112,7 @@ var patternTable = []struct {
 	{`^/(.*?)$`, false, []string{"/x\n", "/x"}},
 	{`$`, false, []string{"", "\n", "a"}},
 	{`\N+`, false, []string{"ab\nc"}},
+	{`\N{2}x`, false, []string{"abx", "a\nx"}},
 	{`[\d-]+`, false, []string{"1-2"}},
 	{`(?-i)a`, true, []string{"A", "a"}},
 	{`(?i:a)b`, false, []string{"Ab", "AB"}},
