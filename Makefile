@@ -40,6 +40,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRequestHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./httpcore/http1/
+	$(GO) test -run='^$$' -fuzz=FuzzTranslate -fuzztime=$(FUZZTIME) ./pcre/
 
 # Regenerates the README's directive reference from the registry.
 docs:

@@ -1,0 +1,99 @@
+package pcre
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Regexp is a compiled nginx regular expression. It is safe for concurrent use.
+type Regexp struct {
+	re       *regexp.Regexp
+	pattern  string
+	caseless bool
+	names    []string
+}
+
+// Compile translates and compiles a pattern as nginx writes it; caseless is "~*".
+func Compile(pattern string, caseless bool) (*Regexp, error) {
+	tr, err := Translate(pattern, caseless)
+	if err != nil {
+		return nil, err
+	}
+	re, err := regexp.Compile(tr.RE2)
+	if err != nil {
+		// Only RE2's size limits can get here (the translation is valid syntax).
+		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
+	}
+	return &Regexp{re: re, pattern: pattern, caseless: caseless, names: tr.Names}, nil
+}
+
+// MustCompile is Compile for patterns known to be good; it panics on an error.
+func MustCompile(pattern string, caseless bool) *Regexp {
+	re, err := Compile(pattern, caseless)
+	if err != nil {
+		panic(fmt.Sprintf("pcre: %v", err))
+	}
+	return re
+}
+
+// String returns the pattern as written.
+func (re *Regexp) String() string { return re.pattern }
+
+// Caseless reports a "~*" pattern.
+func (re *Regexp) Caseless() bool { return re.caseless }
+
+// RE2 returns the translated pattern Go's regexp runs.
+func (re *Regexp) RE2() string { return re.re.String() }
+
+// NumCaptures is the number of capturing groups ($1 ... $n).
+func (re *Regexp) NumCaptures() int { return len(re.names) - 1 }
+
+// Names returns the group names by number: Names()[n] names $n, "" when unnamed.
+// nginx makes each named group a variable set by a successful match.
+func (re *Regexp) Names() []string { return re.names }
+
+// Match reports whether b matches; it does not allocate.
+func (re *Regexp) Match(b []byte) bool { return re.re.Match(b) }
+
+// MatchString reports whether s matches; it does not allocate.
+func (re *Regexp) MatchString(s string) bool { return re.re.MatchString(s) }
+
+// CapLen is the length of a captures buffer that holds every group: $0 ... $n.
+func (re *Regexp) CapLen() int { return 2 * len(re.names) }
+
+// Exec matches b and fills caps with the offsets of $0, $1, ... in pairs (-1 for a
+// group that did not take part), as nginx's r->captures; caps may be shorter than
+// CapLen, and then holds the first groups only. It returns the number of ints set.
+// A non-match does not allocate; a match allocates once (Go's regexp has no call
+// that fills a caller's buffer), unless caps is empty: then it is Match.
+func (re *Regexp) Exec(b []byte, caps []int) (int, bool) {
+	if len(caps) == 0 {
+		return 0, re.re.Match(b)
+	}
+	loc := re.re.FindSubmatchIndex(b)
+	if loc == nil {
+		return 0, false
+	}
+	return copy(caps, loc), true
+}
+
+// ExecString is Exec on a string.
+func (re *Regexp) ExecString(s string, caps []int) (int, bool) {
+	if len(caps) == 0 {
+		return 0, re.re.MatchString(s)
+	}
+	loc := re.re.FindStringSubmatchIndex(s)
+	if loc == nil {
+		return 0, false
+	}
+	return copy(caps, loc), true
+}
+
+// AppendCapture appends group n of a match of subject, whose offsets Exec put in
+// caps (its first set ints), to dst: nginx's $n, empty when the group is unset.
+func AppendCapture(dst, subject []byte, caps []int, n int) []byte {
+	if 2*n+1 >= len(caps) || caps[2*n] < 0 {
+		return dst
+	}
+	return append(dst, subject[caps[2*n]:caps[2*n+1]]...)
+}

@@ -1,0 +1,40 @@
+package varmap
+
+import "testing"
+
+func benchMap(b *testing.B) *Map {
+	lines := [][2]string{{"hostnames", ""}, {"default", "none"}}
+	for _, h := range []string{"example.com", "www.example.org", "api.example.net", "static.example.io"} {
+		lines = append(lines, [2]string{h, "exact-" + h})
+	}
+	lines = append(lines, [2]string{"*.example.com", "star"}, [2]string{".example.org", "dot"}, [2]string{"www.example.*", "tail"},
+		[2]string{`~^(?<sub>\w+)\.test$`, "re"})
+	m, err := Build("$host", "v", lines)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+func benchFind(b *testing.B, key string, want string) {
+	m := benchMap(b)
+	k := []byte(key)
+	scratch := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := m.Find(k, scratch, nil); m.Values[r.Value].Text != want {
+			b.Fatalf("%q", m.Values[r.Value].Text)
+		}
+	}
+}
+
+// Lookups without a regex allocate nothing.
+func BenchmarkFindExact(b *testing.B)      { benchFind(b, "api.example.net", "exact-api.example.net") }
+func BenchmarkFindExactUpper(b *testing.B) { benchFind(b, "API.Example.NET", "exact-api.example.net") }
+func BenchmarkFindHead(b *testing.B)       { benchFind(b, "a.b.example.com", "star") }
+func BenchmarkFindTail(b *testing.B)       { benchFind(b, "www.example.de", "tail") }
+func BenchmarkFindDefault(b *testing.B)    { benchFind(b, "nothing.here", "none") }
+
+// BenchmarkFindRegex: a regex key without captures asked for (caps nil) allocates
+// nothing either.
+func BenchmarkFindRegex(b *testing.B) { benchFind(b, "abc.test", "re") }
