@@ -262,7 +262,7 @@ func (c *conn) begin() {
 	r.started = time.Now()
 	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
-	r.body, r.buffering, r.logged, r.headerSent = BodyNone, false, false, false
+	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.srv, r.loc, r.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
@@ -316,11 +316,22 @@ func (c *conn) finish() {
 		c.release() // the end of a pending answer that outlived its client (ClientGone)
 		return
 	}
-	c.logRequest()
-	pool := c.conn.Loop().Pool()
-	if c.Request != nil && c.uriBuf != nil {
-		pool.Put(c.uriBuf[:cap(c.uriBuf)])
-		c.uriBuf = nil
+	if c.Request != nil {
+		if c.keepAlive && c.state != csBody && c.bodyUnread() {
+			// A handler answered without the request body: it is dropped first, as
+			// nginx's handlers discard it, so its bytes are not taken for a request.
+			if !c.discardBody() {
+				c.keepAlive = false // invalid chunked framing: the rest is not dropped
+			} else if c.state == csDiscard {
+				return // the request finishes once the body is dropped
+			}
+		}
+		c.done = true
+		c.logRequest()
+		if c.uriBuf != nil {
+			c.conn.Loop().Pool().Put(c.uriBuf[:cap(c.uriBuf)])
+			c.uriBuf = nil
+		}
 	}
 	c.abortPending() // a pending answer never outlives its request
 	if c.ownWatermarks {

@@ -49,6 +49,7 @@ func (r *Request) RunPhases() {
 				r.phase = ph.next
 			}
 		case rc == Again || rc == Done:
+			r.finalize(rc)
 			return
 		default:
 			r.phase = len(e)
@@ -63,6 +64,11 @@ func (r *Request) RunPhases() {
 func (r *Request) finalize(rc Status) {
 	switch {
 	case rc == Done || rc == Again || rc == Declined:
+		if c := r.c; c != nil && c.Request == r && !r.done && c.state == csHead {
+			// The handler answers later: the request is being served, and input
+			// that arrives meanwhile is the next request's, kept for it.
+			c.state = csWait
+		}
 	case rc == OK:
 		r.c.finish()
 	case rc >= 100 && rc <= 999:

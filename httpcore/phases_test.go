@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,8 +54,21 @@ var probe = &conf.Module{
 		s.AddHandler(PreaccessPhase, func(r *Request) Status { note(r, "second preaccess"); return Declined })
 		s.AddHandler(ContentPhase, func(r *Request) Status {
 			note(r, "content")
-			if string(r.URI()) == "/none" {
+			switch string(r.URI()) {
+			case "/none":
 				return Declined
+			case "/later":
+				// Answered from a loop task, without reading the body: the core
+				// drops it once the answer is finished.
+				r.Worker().Loop().Run(func() {
+					h := r.NewHeader()
+					h.Status, h.ContentLength = 200, 5
+					h.Add([]byte("Content-Type"), []byte("text/plain"))
+					r.SendHeader()
+					r.SendBody([]byte("later"), true)
+					r.Finish()
+				})
+				return Done
 			}
 			return answerTrace(r)
 		})
@@ -171,9 +185,22 @@ func TestPhasesAndFilters(t *testing.T) {
 			t.Errorf("%s: %d %q %v, want %d %q and X-Probe", tc.path, resp.StatusCode, body, resp.Header, tc.status, tc.body)
 		}
 	}
+	// A body the handler did not read is not taken for the next request.
+	smuggled := "GET /none HTTP/1.1\r\nHost: a\r\n\r\n"
+	io.WriteString(c, "POST /later HTTP/1.1\r\nHost: a\r\nContent-Length: "+strconv.Itoa(len(smuggled))+"\r\n\r\n"+smuggled+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	for _, want := range []string{"LATER", before + ",CONTENT"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != want || resp.Close {
+			t.Errorf("%d %q close=%v, want 200 %q", resp.StatusCode, body, resp.Close, want)
+		}
+	}
 	if ran := make(chan int); l.Run(func() { ran <- logged }) == nil {
-		if n := <-ran; n != 4 {
-			t.Errorf("the log phase ran %d times for 4 requests", n)
+		if n := <-ran; n != 6 {
+			t.Errorf("the log phase ran %d times for 6 requests", n)
 		}
 	}
 }

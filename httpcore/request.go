@@ -41,6 +41,7 @@ type Request struct {
 	forceStatus   int    // the status an error_page imposes on the response; 0: none
 	internalGET   bool   // after an error_page redirect the request goes on as GET
 	logged        bool   // the log phase ran
+	done          bool   // finished: the connection went on (or is going) to the next request
 	headerSent    bool
 
 	body          BodyKind

@@ -71,6 +71,9 @@ func NewSnapshot(cfg *conf.Config) (*Snapshot, error) {
 		if !ok {
 			continue
 		}
+		if h.NewLoop != nil && h.Key == 0 {
+			return nil, fmt.Errorf("module %s: loop state without a key (httpcore.NewKey)", m.Name)
+		}
 		s.hooks = append(s.hooks, h)
 		if h.Init != nil {
 			if err := h.Init(setup); err != nil {

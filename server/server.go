@@ -1,5 +1,5 @@
 // Package server assembles the running data path from a configuration snapshot: one
-// event loop per CPU, grouped by NUMA domain, each with its proxy worker, its own
+// event loop per CPU, grouped by NUMA domain, each with its HTTP worker, its own
 // listener on every address and its own buffer pool; reload, drain and stop.
 package server
 
@@ -24,7 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Server is the running data path: one event loop per CPU, each with its proxy
+// Server is the running data path: one event loop per CPU, each with its HTTP
 // worker and its own listener on every address. A reload that changes the loops
 // (worker_processes, worker_cpu_affinity, numa, numa_domains) starts a new set of
 // loops on the same listen addresses and retires the old set gracefully.
