@@ -1,0 +1,294 @@
+package limit
+
+import (
+	"bytes"
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// The table holds a zone's per-key states for every loop of the process. Finding a
+// key and updating its state take no lock: a lookup walks a bucket's chain, pins the
+// entry (a CAS on its pin count, which also stops it from being evicted, nginx's
+// node->count), compares the key and works on the entry's state word with CAS. Only
+// a key that is not in the table takes its shard's mutex, to insert it (and evict an
+// old one when the shard's share of the zone is used up). So two loops touch the
+// same cache line only when they touch the same key (or insert into the same
+// shard), and a loop never waits for another on a known key.
+
+// inlineKey is how many key bytes an entry holds in place: $binary_remote_addr (4
+// or 16) and a text IPv4 address fit; longer keys live in shard.long.
+const inlineKey = 24
+
+// entry is one key's state. It holds no Go pointer, so a table could be placed in
+// memory of a chosen NUMA node. 64 bytes: one cache line when the array is aligned.
+type entry struct {
+	hash atomic.Uint64
+	word atomic.Uint64 // the module's state: limit_req's excess and last, limit_conn's count
+	pins atomic.Int32  // 0: free; else 1 + the holders
+	next atomic.Int32  // the next entry of the bucket's chain, index+1 (0: end)
+	ref  atomic.Uint32 // CLOCK's reference bit: set by a lookup, cleared by the hand
+	klen uint32        // written only while dead, read only while pinned
+	key  [inlineKey]byte
+	_    [8]byte
+}
+
+// shard is one part of a table with its own share of the zone's memory. Fields
+// after mu are written under mu only (heads and the entries' atomics are also read
+// without it).
+type shard struct {
+	mu     sync.Mutex
+	heads  []atomic.Int32 // bucket -> first entry, index+1
+	mask   uint64
+	ents   []entry
+	long   [][]byte // keys longer than inlineKey, by entry index (made on the first)
+	free   int32    // freed entries chained through next, index+1
+	fresh  int32    // entries from here on were never used (so never touched)
+	hand   int32    // CLOCK hand
+	budget int      // bytes of the zone this shard may use, at nginx's slab sizes
+	used   int
+	live   int
+	_      [64]byte // keeps two shards' mutexes off one cache line
+}
+
+// policy is what a table asks its module on the insert path.
+type policy interface {
+	// cost is the bytes nginx's slab allocator gives a node with this key length.
+	cost(keyLen int) int
+	// expired says whether an unpinned entry may go on its own (nginx's expire
+	// with n == 1); limit_conn's never do.
+	expired(word uint64, now int64) bool
+}
+
+type table struct {
+	seed   maphash.Seed
+	shards []shard
+	shift  uint // hash >> shift picks the shard
+	pol    policy
+}
+
+// newTable splits budget bytes (the zone's size less nginx's own overhead) into
+// shards of at least 32 entries of the smallest cost, at most 64 shards.
+func newTable(budget int, pol policy) *table {
+	minCost := pol.cost(0)
+	n := 1
+	for n < 64 && budget/(n*2) >= 32*minCost {
+		n *= 2
+	}
+	t := &table{seed: maphash.MakeSeed(), shards: make([]shard, n), shift: uint(64 - bits.Len(uint(n-1))), pol: pol}
+	if n == 1 {
+		t.shift = 64
+	}
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.budget = budget / n
+		if i < budget%n {
+			s.budget++
+		}
+		cnt := max(s.budget/minCost, 1)
+		s.ents = alignedEntries(cnt)
+		nb := 1 << bits.Len(uint(cnt-1))
+		s.heads = make([]atomic.Int32, nb)
+		s.mask = uint64(nb - 1)
+	}
+	return t
+}
+
+func (t *table) shard(h uint64) *shard {
+	if t.shift == 64 {
+		return &t.shards[0]
+	}
+	return &t.shards[h>>t.shift]
+}
+
+// len counts the keys held (for tests and status pages; it locks every shard).
+func (t *table) len() int {
+	n := 0
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		n += s.live
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// pin takes a hold on e unless it is free or being reused.
+func pin(e *entry) bool {
+	for {
+		p := e.pins.Load()
+		if p == 0 {
+			return false
+		}
+		if e.pins.CompareAndSwap(p, p+1) {
+			return true
+		}
+	}
+}
+
+func (s *shard) unpin(i int32) { s.ents[i].pins.Add(-1) }
+
+// keyOf is e's key; e must be pinned (or s.mu held).
+func (s *shard) keyOf(i int32) []byte {
+	e := &s.ents[i]
+	if e.klen <= inlineKey {
+		return e.key[:e.klen]
+	}
+	return s.long[i][:e.klen]
+}
+
+// lookup finds key without the lock and returns its entry pinned, or -1. A miss
+// may be wrong while the chain is being changed; the caller then inserts, which
+// looks again under the lock.
+func (s *shard) lookup(h uint64, key []byte) int32 {
+	i := s.heads[h&s.mask].Load()
+	for steps := 0; i != 0 && steps < 64; steps++ {
+		e := &s.ents[i-1]
+		if e.hash.Load() == h && pin(e) {
+			// Pinned, the entry cannot be reused: its hash and key are stable.
+			if e.hash.Load() == h && bytes.Equal(s.keyOf(i-1), key) {
+				if e.ref.Load() == 0 {
+					e.ref.Store(1)
+				}
+				return i - 1
+			}
+			s.unpin(i - 1)
+		}
+		i = e.next.Load()
+	}
+	return -1
+}
+
+// insert returns key's entry pinned, creating it with state word init when it is
+// not there (created is then true). ok is false when the shard is full of pinned
+// entries (nginx: the slab allocation failed even after freeing the oldest).
+func (s *shard) insert(h uint64, key []byte, init uint64, now int64, pol policy) (i int32, created, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Under the lock no entry can be freed, and the chains are consistent.
+	for j := s.heads[h&s.mask].Load(); j != 0; j = s.ents[j-1].next.Load() {
+		if s.ents[j-1].hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
+			s.ents[j-1].pins.Add(1)
+			s.ents[j-1].ref.Store(1)
+			return j - 1, false, true
+		}
+	}
+	s.expire(now, pol)
+	cost := pol.cost(len(key))
+	for (s.free == 0 && int(s.fresh) == len(s.ents)) || s.used+cost > s.budget {
+		v := s.victim()
+		if v < 0 {
+			return -1, false, false
+		}
+		s.remove(v, pol)
+		// nginx's expire(ctx, 0): the oldest by force, then up to two expired ones.
+		s.expire(now, pol)
+	}
+	if s.free != 0 {
+		i = s.free - 1
+		s.free = s.ents[i].next.Load()
+	} else {
+		i = s.fresh
+		s.fresh++
+	}
+	e := &s.ents[i]
+	if len(key) <= inlineKey {
+		copy(e.key[:], key)
+	} else {
+		if s.long == nil {
+			s.long = make([][]byte, len(s.ents))
+		}
+		if cap(s.long[i]) < len(key) {
+			s.long[i] = make([]byte, len(key)) // only for keys over inlineKey bytes
+		}
+		copy(s.long[i][:len(key)], key)
+	}
+	e.klen = uint32(len(key))
+	e.hash.Store(h)
+	e.word.Store(init)
+	e.ref.Store(1)
+	b := &s.heads[h&s.mask]
+	e.next.Store(b.Load())
+	e.pins.Store(2) // alive and pinned for the caller: publishes the fields above
+	b.Store(i + 1)
+	s.used += cost
+	s.live++
+	return i, true, true
+}
+
+// victim runs the CLOCK hand to an unpinned entry whose reference bit is clear and
+// claims it (pins: 1 -> 0), or returns -1 after two rounds of pinned entries.
+func (s *shard) victim() int32 {
+	n := int32(len(s.ents))
+	for steps := 2*n + 1; steps > 0; steps-- {
+		i := s.hand
+		s.hand++
+		if s.hand == n {
+			s.hand = 0
+		}
+		e := &s.ents[i]
+		if e.pins.Load() != 1 {
+			continue // pinned, or free
+		}
+		if e.ref.Load() != 0 {
+			e.ref.Store(0)
+			continue
+		}
+		if e.pins.CompareAndSwap(1, 0) {
+			return i
+		}
+	}
+	return -1
+}
+
+// expire is nginx's ngx_http_limit_req_expire(ctx, 1) on a CLOCK: of the old
+// entries (reference bit clear) at the hand, up to two that the policy says are
+// expired go; it stops at the first old entry that is pinned or not expired, as
+// nginx stops at the tail of its LRU queue.
+func (s *shard) expire(now int64, pol policy) {
+	n := int32(len(s.ents))
+	removed := 0
+	for steps := 0; steps < 8 && removed < 2; steps++ {
+		i := s.hand
+		e := &s.ents[i]
+		p := e.pins.Load()
+		switch {
+		case p == 0: // free
+		case e.ref.Load() != 0:
+			e.ref.Store(0)
+		case p != 1 || !pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, 0):
+			return
+		default:
+			s.remove(i, pol)
+			removed++
+		}
+		s.hand++
+		if s.hand == n {
+			s.hand = 0
+		}
+	}
+}
+
+// remove unlinks a claimed entry (pins 0) and puts it on the free list.
+func (s *shard) remove(i int32, pol policy) {
+	e := &s.ents[i]
+	b := &s.heads[e.hash.Load()&s.mask]
+	next := e.next.Load()
+	if b.Load() == i+1 {
+		b.Store(next)
+	} else {
+		for j := b.Load(); j != 0; j = s.ents[j-1].next.Load() {
+			if s.ents[j-1].next.Load() == i+1 {
+				s.ents[j-1].next.Store(next)
+				break
+			}
+		}
+	}
+	// A reader standing on e now follows the free list and misses; a miss is
+	// looked up again under the lock.
+	s.used -= pol.cost(int(e.klen))
+	s.live--
+	e.next.Store(s.free)
+	s.free = i + 1
+}
