@@ -131,7 +131,7 @@ func (z *ConnZone) acquire(key []byte, limit uint64, h *ConnHold) (ok, full bool
 	i := s.lookup(hash, key)
 	if i < 0 {
 		var created bool
-		i, created, ok = s.insert(hash, key, 1, 0, connPolicy{})
+		i, created, ok = z.t.insert(s, hash, key, 1, 0)
 		if !ok {
 			return false, true
 		}

@@ -282,7 +282,7 @@ func (z *ReqZone) lookup(key []byte, now int64, burst uint64, account bool, p *r
 			init = pack(0, now-never)
 		}
 		var created, ok bool
-		i, created, ok = s.insert(h, key, init, now, reqPolicy{z})
+		i, created, ok = z.t.insert(s, h, key, init, now)
 		if !ok {
 			return rcError, 0
 		}

@@ -10,46 +10,43 @@ import (
 
 // The table holds a zone's per-key states for every loop of the process. Finding a
 // key and updating its state take no lock: a lookup walks a bucket's chain, pins the
-// entry (a CAS on its pin count, which also stops it from being evicted, nginx's
+// entry (a CAS on its pin count, which also keeps it from being evicted, nginx's
 // node->count), compares the key and works on the entry's state word with CAS. Only
-// a key that is not in the table takes its shard's mutex, to insert it (and evict an
-// old one when the shard's share of the zone is used up). So two loops touch the
-// same cache line only when they touch the same key (or insert into the same
-// shard), and a loop never waits for another on a known key.
+// a key that is not in the table takes its shard's mutex, to insert it, evicting an
+// old one when the zone's bytes are used up. So two loops share a cache line only
+// when they touch the same key (or insert into the same shard, or account a new
+// key in the zone's byte count), and a loop never waits for another on a known key.
 
 // inlineKey is how many key bytes an entry holds in place: $binary_remote_addr (4
 // or 16) and a text IPv4 address fit; longer keys live in shard.long.
 const inlineKey = 24
 
 // entry is one key's state. It holds no Go pointer, so a table could be placed in
-// memory of a chosen NUMA node. 64 bytes: one cache line when the array is aligned.
+// memory of a chosen NUMA node. 64 bytes: one cache line.
 type entry struct {
 	hash atomic.Uint64
 	word atomic.Uint64 // the module's state: limit_req's excess and last, limit_conn's count
 	pins atomic.Int32  // 0: free; else 1 + the holders
 	next atomic.Int32  // the next entry of the bucket's chain, index+1 (0: end)
 	ref  atomic.Uint32 // CLOCK's reference bit: set by a lookup, cleared by the hand
-	klen uint32        // written only while dead, read only while pinned
+	klen uint32        // written only while free, read only while pinned or under mu
 	key  [inlineKey]byte
 	_    [8]byte
 }
 
-// shard is one part of a table with its own share of the zone's memory. Fields
-// after mu are written under mu only (heads and the entries' atomics are also read
-// without it).
+// shard is one part of a table. Fields after mu are written under mu only (heads
+// and the entries' atomics are also read without it).
 type shard struct {
-	mu     sync.Mutex
-	heads  []atomic.Int32 // bucket -> first entry, index+1
-	mask   uint64
-	ents   []entry
-	long   [][]byte // keys longer than inlineKey, by entry index (made on the first)
-	free   int32    // freed entries chained through next, index+1
-	fresh  int32    // entries from here on were never used (so never touched)
-	hand   int32    // CLOCK hand
-	budget int      // bytes of the zone this shard may use, at nginx's slab sizes
-	used   int
-	live   int
-	_      [64]byte // keeps two shards' mutexes off one cache line
+	mu    sync.Mutex
+	heads []atomic.Int32 // bucket -> first entry, index+1
+	mask  uint64
+	ents  []entry
+	long  [][]byte // keys longer than inlineKey, by entry index (made on the first)
+	free  int32    // freed entries chained through next, index+1
+	fresh int32    // entries from here on were never used (so never touched)
+	hand  int32    // CLOCK hand
+	live  int
+	_     [64]byte // keeps two shards' mutexes off one cache line
 }
 
 // policy is what a table asks its module on the insert path.
@@ -66,27 +63,39 @@ type table struct {
 	shards []shard
 	shift  uint // hash >> shift picks the shard
 	pol    policy
+	budget int64
+	_      [64]byte
+	used   atomic.Int64 // bytes taken at nginx's slab sizes; touched on insert and evict only
+	_      [56]byte
 }
 
-// newTable splits budget bytes (the zone's size less nginx's own overhead) into
-// shards of at least 32 entries of the smallest cost, at most 64 shards.
+const (
+	maxShards = 64
+	// victimSteps bounds the CLOCK hand's walk for one eviction.
+	victimSteps = 256
+)
+
+// newTable makes a table for budget bytes (the zone's size less nginx's own
+// overhead): up to 64 shards of at least 32 of the smallest entries, each with
+// room for twice its share, so that the zone's byte count, not a shard's luck of
+// the hash, bounds it (the slack is address space only: an entry is touched when
+// first used).
 func newTable(budget int, pol policy) *table {
 	minCost := pol.cost(0)
 	n := 1
-	for n < 64 && budget/(n*2) >= 32*minCost {
+	for n < maxShards && budget/(n*2) >= 32*minCost {
 		n *= 2
 	}
-	t := &table{seed: maphash.MakeSeed(), shards: make([]shard, n), shift: uint(64 - bits.Len(uint(n-1))), pol: pol}
+	t := &table{seed: maphash.MakeSeed(), shards: make([]shard, n), shift: 64, pol: pol, budget: int64(budget)}
+	if n > 1 {
+		t.shift = uint(64 - bits.Len(uint(n-1)))
+	}
+	cnt := max(2*budget/minCost/n, 1)
 	if n == 1 {
-		t.shift = 64
+		cnt = max(budget/minCost, 1)
 	}
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.budget = budget / n
-		if i < budget%n {
-			s.budget++
-		}
-		cnt := max(s.budget/minCost, 1)
 		s.ents = alignedEntries(cnt)
 		nb := 1 << bits.Len(uint(cnt-1))
 		s.heads = make([]atomic.Int32, nb)
@@ -114,7 +123,7 @@ func (t *table) len() int {
 	return n
 }
 
-// pin takes a hold on e unless it is free or being reused.
+// pin takes a hold on e unless it is free.
 func pin(e *entry) bool {
 	for {
 		p := e.pins.Load()
@@ -129,7 +138,7 @@ func pin(e *entry) bool {
 
 func (s *shard) unpin(i int32) { s.ents[i].pins.Add(-1) }
 
-// keyOf is e's key; e must be pinned (or s.mu held).
+// keyOf is entry i's key; it must be pinned (or s.mu held).
 func (s *shard) keyOf(i int32) []byte {
 	e := &s.ents[i]
 	if e.klen <= inlineKey {
@@ -139,7 +148,7 @@ func (s *shard) keyOf(i int32) []byte {
 }
 
 // lookup finds key without the lock and returns its entry pinned, or -1. A miss
-// may be wrong while the chain is being changed; the caller then inserts, which
+// may be wrong while a chain is being changed; the caller then inserts, which
 // looks again under the lock.
 func (s *shard) lookup(h uint64, key []byte) int32 {
 	i := s.heads[h&s.mask].Load()
@@ -160,13 +169,13 @@ func (s *shard) lookup(h uint64, key []byte) int32 {
 	return -1
 }
 
-// insert returns key's entry pinned, creating it with state word init when it is
-// not there (created is then true). ok is false when the shard is full of pinned
-// entries (nginx: the slab allocation failed even after freeing the oldest).
-func (s *shard) insert(h uint64, key []byte, init uint64, now int64, pol policy) (i int32, created, ok bool) {
+// insert returns key's entry in shard s pinned, creating it with state word init
+// when it is not there (created is then true). ok is false when no entry could be
+// freed for it (nginx: the slab allocation failed even after freeing the oldest).
+func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (i int32, created, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Under the lock no entry can be freed, and the chains are consistent.
+	// Under the lock no entry of s can be freed, and the chains are consistent.
 	for j := s.heads[h&s.mask].Load(); j != 0; j = s.ents[j-1].next.Load() {
 		if s.ents[j-1].hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
 			s.ents[j-1].pins.Add(1)
@@ -174,16 +183,27 @@ func (s *shard) insert(h uint64, key []byte, init uint64, now int64, pol policy)
 			return j - 1, false, true
 		}
 	}
-	s.expire(now, pol)
-	cost := pol.cost(len(key))
-	for (s.free == 0 && int(s.fresh) == len(s.ents)) || s.used+cost > s.budget {
-		v := s.victim()
-		if v < 0 {
+	s.expire(t, now)
+	cost := int64(t.pol.cost(len(key)))
+	for {
+		if s.free == 0 && int(s.fresh) == len(s.ents) {
+			if v := s.victim(); v >= 0 {
+				s.remove(t, v)
+				continue
+			}
 			return -1, false, false
 		}
-		s.remove(v, pol)
-		// nginx's expire(ctx, 0): the oldest by force, then up to two expired ones.
-		s.expire(now, pol)
+		if t.used.Add(cost) <= t.budget {
+			break
+		}
+		t.used.Add(-cost)
+		// nginx's expire(ctx, 0): the oldest by force, then up to two expired.
+		if v := s.victim(); v >= 0 {
+			s.remove(t, v)
+			s.expire(t, now)
+		} else if !t.evictElsewhere(s) {
+			return -1, false, false
+		}
 	}
 	if s.free != 0 {
 		i = s.free - 1
@@ -212,16 +232,39 @@ func (s *shard) insert(h uint64, key []byte, init uint64, now int64, pol policy)
 	e.next.Store(b.Load())
 	e.pins.Store(2) // alive and pinned for the caller: publishes the fields above
 	b.Store(i + 1)
-	s.used += cost
 	s.live++
 	return i, true, true
 }
 
+// evictElsewhere frees an entry of another shard for s's new key when s has none
+// to give; shards busy inserting are passed over (s.mu is held: waiting for
+// another shard's lock could deadlock).
+func (t *table) evictElsewhere(s *shard) bool {
+	start := s.hand // any rotating start will do
+	for k := range len(t.shards) {
+		o := &t.shards[(int(start)+k)%len(t.shards)]
+		if o == s || !o.mu.TryLock() {
+			continue
+		}
+		v := o.victim()
+		if v >= 0 {
+			o.remove(t, v)
+		}
+		o.mu.Unlock()
+		if v >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // victim runs the CLOCK hand to an unpinned entry whose reference bit is clear and
-// claims it (pins: 1 -> 0), or returns -1 after two rounds of pinned entries.
+// claims it (pins: 1 -> 0). After victimSteps it takes the first unpinned entry
+// it passed; -1 when every entry it passed is held.
 func (s *shard) victim() int32 {
 	n := int32(len(s.ents))
-	for steps := 2*n + 1; steps > 0; steps-- {
+	cand := int32(-1)
+	for steps := min(n, victimSteps); steps > 0; steps-- {
 		i := s.hand
 		s.hand++
 		if s.hand == n {
@@ -229,24 +272,30 @@ func (s *shard) victim() int32 {
 		}
 		e := &s.ents[i]
 		if e.pins.Load() != 1 {
-			continue // pinned, or free
+			continue // held, or free
 		}
 		if e.ref.Load() != 0 {
 			e.ref.Store(0)
+			if cand < 0 {
+				cand = i
+			}
 			continue
 		}
 		if e.pins.CompareAndSwap(1, 0) {
 			return i
 		}
 	}
+	if cand >= 0 && s.ents[cand].pins.CompareAndSwap(1, 0) {
+		return cand
+	}
 	return -1
 }
 
 // expire is nginx's ngx_http_limit_req_expire(ctx, 1) on a CLOCK: of the old
 // entries (reference bit clear) at the hand, up to two that the policy says are
-// expired go; it stops at the first old entry that is pinned or not expired, as
+// expired go; it stops at the first old entry that is held or not expired, as
 // nginx stops at the tail of its LRU queue.
-func (s *shard) expire(now int64, pol policy) {
+func (s *shard) expire(t *table, now int64) {
 	n := int32(len(s.ents))
 	removed := 0
 	for steps := 0; steps < 8 && removed < 2; steps++ {
@@ -257,10 +306,10 @@ func (s *shard) expire(now int64, pol policy) {
 		case p == 0: // free
 		case e.ref.Load() != 0:
 			e.ref.Store(0)
-		case p != 1 || !pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, 0):
+		case p != 1 || !t.pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, 0):
 			return
 		default:
-			s.remove(i, pol)
+			s.remove(t, i)
 			removed++
 		}
 		s.hand++
@@ -271,7 +320,7 @@ func (s *shard) expire(now int64, pol policy) {
 }
 
 // remove unlinks a claimed entry (pins 0) and puts it on the free list.
-func (s *shard) remove(i int32, pol policy) {
+func (s *shard) remove(t *table, i int32) {
 	e := &s.ents[i]
 	b := &s.heads[e.hash.Load()&s.mask]
 	next := e.next.Load()
@@ -287,7 +336,7 @@ func (s *shard) remove(i int32, pol policy) {
 	}
 	// A reader standing on e now follows the free list and misses; a miss is
 	// looked up again under the lock.
-	s.used -= pol.cost(int(e.klen))
+	t.used.Add(-int64(t.pol.cost(int(e.klen))))
 	s.live--
 	e.next.Store(s.free)
 	s.free = i + 1
