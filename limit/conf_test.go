@@ -150,7 +150,7 @@ func TestZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		err error
+		err  error
 		want string
 	}{
 		{zs.DeclareReq(rz), `limit_req_zone "z" is already bound to key "$binary_remote_addr"`},

@@ -1,7 +1,6 @@
 package limit
 
 import (
-	"hash/maphash"
 	"log/slog"
 )
 
@@ -126,7 +125,7 @@ func (c *ConnConf) Acquire(keys [][]byte, h *ConnHold) ConnDecision {
 }
 
 func (z *ConnZone) acquire(key []byte, limit uint64, h *ConnHold) (ok, full bool) {
-	hash := maphash.Bytes(z.t.seed, key)
+	hash := z.t.hash(key)
 	s := z.t.shard(hash)
 	i := s.lookup(hash, key)
 	if i < 0 {

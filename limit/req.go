@@ -1,7 +1,6 @@
 package limit
 
 import (
-	"hash/maphash"
 	"log/slog"
 	"math"
 	"math/bits"
@@ -273,7 +272,7 @@ func unpinAll(pins []reqPin) {
 // limit), rcAgain when it passes and is left pinned in *p, rcBusy over the burst,
 // rcError when the zone has no room for a new key.
 func (z *ReqZone) lookup(key []byte, now int64, burst uint64, account bool, p *reqPin) (int, uint64) {
-	h := maphash.Bytes(z.t.seed, key)
+	h := z.t.hash(key)
 	s := z.t.shard(h)
 	i := s.lookup(h, key)
 	if i < 0 {

@@ -104,6 +104,8 @@ func newTable(budget int, pol policy) *table {
 	return t
 }
 
+func (t *table) hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
+
 func (t *table) shard(h uint64) *shard {
 	if t.shift == 64 {
 		return &t.shards[0]
