@@ -34,19 +34,20 @@ type entry struct {
 	_    [8]byte
 }
 
-// shard is one part of a table. Fields after mu are written under mu only (heads
-// and the entries' atomics are also read without it).
+// shard is one part of a table. ents holds the home entries, one per bucket (the
+// first key of a bucket is found at once, one cache miss), then the overflow
+// entries that chain off a home for the other keys of its bucket. Fields after mu
+// are written under mu only (the entries' atomics are also read without it).
 type shard struct {
-	mu    sync.Mutex
-	heads []atomic.Int32 // bucket -> first entry, index+1
-	mask  uint64
-	ents  []entry
-	long  [][]byte // keys longer than inlineKey, by entry index (made on the first)
-	free  int32    // freed entries chained through next, index+1
-	fresh int32    // entries from here on were never used (so never touched)
-	hand  int32    // CLOCK hand
-	live  int
-	_     [64]byte // keeps two shards' mutexes off one cache line
+	mu     sync.Mutex
+	ents   []entry
+	mask   uint64   // homes - 1
+	long   [][]byte // keys longer than inlineKey, by entry index (made on the first)
+	freeOv int32    // freed overflow entries chained through next, index+1
+	fresh  int32    // overflow entries from here on were never used
+	hand   int32    // CLOCK hand
+	live   int
+	_      [64]byte // keeps two shards' mutexes off one cache line
 }
 
 // policy is what a table asks its module on the insert path.
@@ -76,10 +77,10 @@ const (
 )
 
 // newTable makes a table for budget bytes (the zone's size less nginx's own
-// overhead): up to 64 shards of at least 32 of the smallest entries, each with
-// room for twice its share, so that the zone's byte count, not a shard's luck of
-// the hash, bounds it (the slack is address space only: an entry is touched when
-// first used).
+// overhead): up to 64 shards of at least 32 of the smallest entries. Each shard
+// has homes for 1.5 to 3 times its share of keys and overflow entries for one
+// share, so that the zone's byte count, not a shard's luck of the hash, bounds
+// it. Memory is touched as entries are first used.
 func newTable(budget int, pol policy) *table {
 	minCost := pol.cost(0)
 	n := 1
@@ -90,16 +91,14 @@ func newTable(budget int, pol policy) *table {
 	if n > 1 {
 		t.shift = uint(64 - bits.Len(uint(n-1)))
 	}
-	cnt := max(2*budget/minCost/n, 1)
-	if n == 1 {
-		cnt = max(budget/minCost, 1)
-	}
+	share := max(budget/minCost/n, 1)
+	homes := 1 << bits.Len(uint(share+share/2-1))
+	all := mapEntries(&t.shards[0], n*(homes+share))
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.ents = alignedEntries(cnt)
-		nb := 1 << bits.Len(uint(cnt-1))
-		s.heads = make([]atomic.Int32, nb)
-		s.mask = uint64(nb - 1)
+		s.ents = all[i*(homes+share) : (i+1)*(homes+share) : (i+1)*(homes+share)]
+		s.mask = uint64(homes - 1)
+		s.fresh = int32(homes)
 	}
 	return t
 }
@@ -153,7 +152,7 @@ func (s *shard) keyOf(i int32) []byte {
 // may be wrong while a chain is being changed; the caller then inserts, which
 // looks again under the lock.
 func (s *shard) lookup(h uint64, key []byte) int32 {
-	i := s.heads[h&s.mask].Load()
+	i := int32(h&s.mask) + 1
 	for steps := 0; i != 0 && steps < 64; steps++ {
 		e := &s.ents[i-1]
 		if e.hash.Load() == h && pin(e) {
@@ -177,20 +176,24 @@ func (s *shard) lookup(h uint64, key []byte) int32 {
 func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (i int32, created, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	home := int32(h & s.mask)
 	// Under the lock no entry of s can be freed, and the chains are consistent.
-	for j := s.heads[h&s.mask].Load(); j != 0; j = s.ents[j-1].next.Load() {
-		if s.ents[j-1].hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
-			s.ents[j-1].pins.Add(1)
-			s.ents[j-1].ref.Store(1)
+	for j := home + 1; j != 0; j = s.ents[j-1].next.Load() {
+		if e := &s.ents[j-1]; e.pins.Load() != 0 && e.hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
+			e.pins.Add(1)
+			e.ref.Store(1)
 			return j - 1, false, true
 		}
 	}
 	s.expire(t, now)
 	cost := int64(t.pol.cost(len(key)))
-	for {
-		if s.free == 0 && int(s.fresh) == len(s.ents) {
+	for tries := 0; ; tries++ {
+		if tries == victimSteps {
+			return -1, false, false
+		}
+		if s.ents[home].pins.Load() != 0 && s.freeOv == 0 && int(s.fresh) == len(s.ents) {
 			if v := s.victim(); v >= 0 {
-				s.remove(t, v)
+				s.remove(t, v) // with luck this bucket's home or an overflow entry
 				continue
 			}
 			return -1, false, false
@@ -207,12 +210,15 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 			return -1, false, false
 		}
 	}
-	if s.free != 0 {
-		i = s.free - 1
-		s.free = s.ents[i].next.Load()
-	} else {
-		i = s.fresh
-		s.fresh++
+	i = home
+	if s.ents[home].pins.Load() != 0 {
+		if s.freeOv != 0 {
+			i = s.freeOv - 1
+			s.freeOv = s.ents[i].next.Load()
+		} else {
+			i = s.fresh
+			s.fresh++
+		}
 	}
 	e := &s.ents[i]
 	if len(key) <= inlineKey {
@@ -230,10 +236,13 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 	e.hash.Store(h)
 	e.word.Store(init)
 	e.ref.Store(1)
-	b := &s.heads[h&s.mask]
-	e.next.Store(b.Load())
+	if i != home {
+		e.next.Store(s.ents[home].next.Load())
+	} // a home keeps its chain
 	e.pins.Store(2) // alive and pinned for the caller: publishes the fields above
-	b.Store(i + 1)
+	if i != home {
+		s.ents[home].next.Store(i + 1)
+	}
 	s.live++
 	return i, true, true
 }
@@ -321,25 +330,24 @@ func (s *shard) expire(t *table, now int64) {
 	}
 }
 
-// remove unlinks a claimed entry (pins 0) and puts it on the free list.
+// remove frees a claimed entry (pins 0): a home stays in place with its chain, an
+// overflow entry is unlinked and put on the free list.
 func (s *shard) remove(t *table, i int32) {
 	e := &s.ents[i]
-	b := &s.heads[e.hash.Load()&s.mask]
+	t.used.Add(-int64(t.pol.cost(int(e.klen))))
+	s.live--
+	if uint64(i) <= s.mask {
+		return
+	}
 	next := e.next.Load()
-	if b.Load() == i+1 {
-		b.Store(next)
-	} else {
-		for j := b.Load(); j != 0; j = s.ents[j-1].next.Load() {
-			if s.ents[j-1].next.Load() == i+1 {
-				s.ents[j-1].next.Store(next)
-				break
-			}
+	for j := int32(e.hash.Load()&s.mask) + 1; j != 0; j = s.ents[j-1].next.Load() {
+		if s.ents[j-1].next.Load() == i+1 {
+			s.ents[j-1].next.Store(next)
+			break
 		}
 	}
 	// A reader standing on e now follows the free list and misses; a miss is
 	// looked up again under the lock.
-	t.used.Add(-int64(t.pol.cost(int(e.klen))))
-	s.live--
-	e.next.Store(s.free)
-	s.free = i + 1
+	e.next.Store(s.freeOv)
+	s.freeOv = i + 1
 }
