@@ -64,9 +64,14 @@ func zoneBudget(size int64, head int) int {
 // madvise mode): a zone of 10m is about 15 MB of entries, and on 4 KiB pages a
 // lookup among many keys would miss the TLB more often than the cache. The
 // memory is unmapped once owner (the shards, which every hold on an entry points
-// into) is unreachable.
+// into) is unreachable. Under the race detector entries are on the Go heap: it
+// does not see atomics on other memory, so it would not see the table's
+// synchronisation.
 func mapEntries(owner *shard, n int) []entry {
 	size := n * int(unsafe.Sizeof(entry{}))
+	if raceEnabled {
+		return make([]entry, n)
+	}
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return make([]entry, n) // the heap's: 16-byte aligned, so some entries straddle two lines

@@ -2,4 +2,5 @@
 
 package limit
 
+// raceEnabled says whether the race detector is on.
 const raceEnabled = false
