@@ -40,14 +40,14 @@ func onCPUs(t testing.TB, n int, fn func(k int)) {
 
 // Two loops on two CPUs hammer one key: every request that passes is accounted
 // exactly once. With a rate that drains a whole number of milli-requests per ms,
-// nginx's bucket gives (passed-1)*1000 = excess now + rate*(last-first)/1000: the
-// first request of a new key is free, each later one adds 1000, the drain is
-// exact. A lost update (two loops accounting from the same state) breaks it.
+// nginx's bucket gives (passed-1)*1000 = excess now + rate*(last-first)/1000 as
+// long as it never runs empty: the first request of a new key is free, each later
+// one adds 1000, the drain is exact. A lost update (two loops accounting from the
+// same state) breaks it.
 func TestReqHotKeyExactAcrossCPUs(t *testing.T) {
-	rate, burst := uint64(1000*1000), uint64(50) // 1000r/s burst=50
-	if raceEnabled {
-		rate = 100 * 1000 // the bucket drains in 500 ms, longer than any pause here
-	}
+	// 100r/s burst=500: a full bucket takes 5 s to drain, longer than both
+	// threads are ever kept off their CPUs by the other processes here.
+	rate, burst := uint64(100*1000), uint64(500)
 	z := reqZone(t, "hot", rate, 1<<20)
 	c := &ReqConf{Limits: []ReqLimit{{Zone: z, Burst: burst * 1000, Delay: 0}}, Status: 503}
 	key := []byte{10, 0, 0, 1}
@@ -56,16 +56,27 @@ func TestReqHotKeyExactAcrossCPUs(t *testing.T) {
 		dur = 300 * time.Millisecond
 	}
 	var passed, rejected, total [2]int
-	// The bucket starts full so that it never drains to 0, where nginx drops
-	// whatever drained beyond it.
-	first := Now()
-	for range burst + 1 {
-		if d := c.Check([][]byte{key}, first); d.Status != ReqPassed && d.Status != ReqDelayed {
-			t.Fatal(d)
-		}
-	}
-	deadline := time.Now().Add(dur)
+	var first int64
+	var ready sync.WaitGroup
+	ready.Add(2)
+	start := make(chan struct{})
+	var deadline time.Time
 	onCPUs(t, 2, func(k int) {
+		ready.Done()
+		if k == 0 {
+			// The bucket starts full so that it never drains to 0, where nginx
+			// drops whatever drained beyond it.
+			ready.Wait()
+			first = Now()
+			for range burst + 1 {
+				if d := c.Check([][]byte{key}, first); d.Status != ReqPassed && d.Status != ReqDelayed {
+					t.Error(d)
+				}
+			}
+			deadline = time.Now().Add(dur)
+			close(start)
+		}
+		<-start
 		keys := [][]byte{key}
 		for time.Now().Before(deadline) {
 			for range 64 {
@@ -89,8 +100,7 @@ func TestReqHotKeyExactAcrossCPUs(t *testing.T) {
 	if uint64(n-1)*1000 != excess+rate*uint64(last-first)/1000 {
 		t.Fatalf("%d passed, but excess %d and %d ms drained at %dr/s account for %d", n, excess, last-first, rate/1000, 1+(excess+rate*uint64(last-first)/1000)/1000)
 	}
-	start := first
-	secs := float64(last-start) / 1000
+	secs := float64(last-first) / 1000
 	t.Logf("%d requests on 2 CPUs (%d and %d), %d passed (%d+%d after the first %d) over %.3fs at %dr/s burst=%d: R*T+B+1 = %.0f",
 		total[0]+total[1], total[0], total[1], n, passed[0], passed[1], burst+1, secs, rate/1000, burst, float64(rate/1000)*secs+float64(burst)+1)
 	if passed[0] == 0 || passed[1] == 0 {
