@@ -36,3 +36,27 @@ func TestZoneCapacity(t *testing.T) {
 		}
 	}
 }
+
+// Under a flood of new keys, as nginx's LRU keeps a key used at least once per
+// zone's worth of new keys, the CLOCK keeps it (it is evicted only after the hand
+// passed it twice unused), and the keys it evicts are ones not used since the
+// hand last passed.
+func TestActiveKeySurvivesFlood(t *testing.T) {
+	for _, size := range []int64{32 << 10, 1 << 20} {
+		z := reqZone(t, "z", 16, size) // 1r/m: a key kept is rejected, a key lost passes
+		capacity := zoneBudget(size, reqHeadSize) / 128
+		c := &ReqConf{Limits: []ReqLimit{{Zone: z}}, Status: 503}
+		active := [][]byte{[]byte("active client")}
+		now := int64(1 << 33)
+		c.Check(active, now)
+		for i := range 20 * capacity {
+			c.Check([][]byte{fmt.Appendf(nil, "flood %d", i)}, now)
+			if i%(capacity*9/10) == 0 && c.Check(active, now).Status != ReqRejected {
+				t.Fatalf("zone of %d states: the active key was evicted after %d new keys", capacity, i)
+			}
+		}
+		if z.Len() != capacity {
+			t.Fatalf("%d states, want %d", z.Len(), capacity)
+		}
+	}
+}

@@ -28,7 +28,7 @@ type entry struct {
 	word atomic.Uint64 // the module's state: limit_req's excess and last, limit_conn's count
 	pins atomic.Int32  // 0: free; else 1 + the holders
 	next atomic.Int32  // the next entry of the bucket's chain, index+1 (0: end)
-	ref  atomic.Uint32 // CLOCK's reference bit: set by a lookup, cleared by the hand
+	ref  atomic.Uint32 // CLOCK's reference count: 1 new, 2 used again; the hand takes 1
 	klen uint32        // written only while free, read only while pinned or under mu
 	key  [inlineKey]byte
 	_    [8]byte
@@ -71,6 +71,13 @@ type table struct {
 }
 
 const (
+	// usedAgain is an entry's reference count once a key is looked up again: it
+	// then outlives two passes of the CLOCK hand, a key seen once one or two.
+	// Under a flood of new keys the hand goes round once per 2/3 of a shard's
+	// keys, so a key used again at least once per zone's worth of new keys stays,
+	// as with nginx's LRU (TestActiveKeySurvivesFlood).
+	usedAgain = 2
+
 	maxShards = 64
 	// victimSteps bounds the CLOCK hand's walk for one eviction.
 	victimSteps = 256
@@ -158,8 +165,8 @@ func (s *shard) lookup(h uint64, key []byte) int32 {
 		if e.hash.Load() == h && pin(e) {
 			// Pinned, the entry cannot be reused: its hash and key are stable.
 			if e.hash.Load() == h && bytes.Equal(s.keyOf(i-1), key) {
-				if e.ref.Load() == 0 {
-					e.ref.Store(1)
+				if e.ref.Load() != usedAgain {
+					e.ref.Store(usedAgain)
 				}
 				return i - 1
 			}
@@ -181,7 +188,7 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 	for j := home + 1; j != 0; j = s.ents[j-1].next.Load() {
 		if e := &s.ents[j-1]; e.pins.Load() != 0 && e.hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
 			e.pins.Add(1)
-			e.ref.Store(1)
+			e.ref.Store(usedAgain)
 			return j - 1, false, true
 		}
 	}
@@ -269,9 +276,10 @@ func (t *table) evictElsewhere(s *shard) bool {
 	return false
 }
 
-// victim runs the CLOCK hand to an unpinned entry whose reference bit is clear and
-// claims it (pins: 1 -> 0). After victimSteps it takes the first unpinned entry
-// it passed; -1 when every entry it passed is held.
+// victim runs the CLOCK hand to an unpinned entry whose reference count is 0,
+// taking one from the count of each entry it passes, and claims it (pins: 1 ->
+// 0). After victimSteps it takes the first unpinned entry it passed; -1 when every
+// entry it passed is held.
 func (s *shard) victim() int32 {
 	n := int32(len(s.ents))
 	cand := int32(-1)
@@ -285,8 +293,8 @@ func (s *shard) victim() int32 {
 		if e.pins.Load() != 1 {
 			continue // held, or free
 		}
-		if e.ref.Load() != 0 {
-			e.ref.Store(0)
+		if r := e.ref.Load(); r != 0 {
+			e.ref.Store(r - 1)
 			if cand < 0 {
 				cand = i
 			}
@@ -303,7 +311,7 @@ func (s *shard) victim() int32 {
 }
 
 // expire is nginx's ngx_http_limit_req_expire(ctx, 1) on a CLOCK: of the old
-// entries (reference bit clear) at the hand, up to two that the policy says are
+// entries (reference count 0) at the hand, up to two that the policy says are
 // expired go; it stops at the first old entry that is held or not expired, as
 // nginx stops at the tail of its LRU queue.
 func (s *shard) expire(t *table, now int64) {
@@ -316,7 +324,7 @@ func (s *shard) expire(t *table, now int64) {
 		switch {
 		case p == 0: // free
 		case e.ref.Load() != 0:
-			e.ref.Store(0)
+			e.ref.Add(^uint32(0))
 		case p != 1 || !t.pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, 0):
 			return
 		default:
