@@ -189,6 +189,27 @@ func TestNginxLimitReq(t *testing.T) {
     location /status  { limit_req_status 429; limit_req zone=z; add_header X-Limit-Req $limit_req_status always; try_files /index.html =404; }
   }`)
 
+	// On a busy machine nginx may take a request tens of milliseconds after it
+	// was written, and then decides on a later clock than ours: such a run
+	// proves nothing and is tried again, with new keys, up to three times.
+	for attempt := range 3 {
+		mismatches, noisy := reqScenarios(t, addr, dir, fmt.Sprint(attempt))
+		if len(mismatches) == 0 {
+			return
+		}
+		if !noisy {
+			t.Fatal(strings.Join(mismatches, "\n"))
+		}
+		t.Logf("attempt %d: nginx was late to take a request; mismatches:\n%s", attempt, strings.Join(mismatches, "\n"))
+	}
+	t.Fatal("three runs where nginx was late: the machine is too busy to compare timings")
+}
+
+// reqScenarios sends the scenarios' requests to nginx and returns where its
+// outcomes and this package's differ, and whether nginx took any request late
+// (answered a request it did not delay after more than 10 ms).
+func reqScenarios(t *testing.T, addr, dir, attempt string) (mismatches []string, noisy bool) {
+	logStart, _ := os.Stat(filepath.Join(dir, "logs/error.log"))
 	z, _ := NewReqZone(ReqZoneConfig{Name: "z", Key: "$arg_k", Size: 1 << 20, Rate: 10000}, nil)
 	w, _ := NewReqZone(ReqZoneConfig{Name: "w", Key: "$arg_k", Size: 1 << 20, Rate: 2000}, nil)
 	confs := map[string]*ReqConf{
@@ -227,7 +248,7 @@ func TestNginxLimitReq(t *testing.T) {
 			var reqs []*sent
 			for _, s := range steps {
 				time.Sleep(time.Until(base.Add(time.Duration(s.at) * time.Millisecond)))
-				reqs = append(reqs, send(addr, s.path+"?k="+key, base))
+				reqs = append(reqs, send(addr, s.path+"?k="+key+attempt, base))
 			}
 			for _, r := range reqs {
 				<-r.done
@@ -247,7 +268,8 @@ func TestNginxLimitReq(t *testing.T) {
 			}
 			path := r.path[:strings.IndexByte(r.path, '?')]
 			c := confs[path]
-			d := c.Check([][]byte{[]byte(res.key), []byte(res.key)}[:len(c.Limits)], now0+r.at.Milliseconds())
+			key := []byte(res.key + attempt)
+			d := c.Check([][]byte{key, key}[:len(c.Limits)], now0+r.at.Milliseconds())
 			got := d.Status.String()
 			if d.Status == ReqRejected {
 				got = strconv.Itoa(d.Code)
@@ -263,8 +285,11 @@ func TestNginxLimitReq(t *testing.T) {
 			// the machine is busy; its clock may tick a millisecond off ours.
 			slack := r.took - d.Delay
 			t.Logf("%s %-16s at %4dms: nginx %-16s in %4dms, here %-16s delay %4dms", res.key, r.path, r.at.Milliseconds(), nginx, r.took.Milliseconds(), got, d.Delay.Milliseconds())
+			if (nginx == "PASSED" || nginx == "503" || nginx == "429" || strings.HasSuffix(nginx, "DRY_RUN")) && r.took > 10*time.Millisecond {
+				noisy = true
+			}
 			if got != nginx || slack < -3*time.Millisecond || slack > 75*time.Millisecond {
-				t.Errorf("%s request %d (%s at %v): nginx %s after %v, here %s with delay %v", res.key, i, r.path, r.at, nginx, r.took, got, d.Delay)
+				mismatches = append(mismatches, fmt.Sprintf("%s request %d (%s at %v): nginx %s after %v, here %s with delay %v", res.key, i, r.path, r.at, nginx, r.took, got, d.Delay))
 			}
 		}
 	}
@@ -273,6 +298,7 @@ func TestNginxLimitReq(t *testing.T) {
 	// 10 ms after the client wrote it (0.1 request at 10r/s).
 	time.Sleep(100 * time.Millisecond)
 	log, _ := os.ReadFile(filepath.Join(dir, "logs/error.log"))
+	log = log[logStart.Size():]
 	re := regexp.MustCompile(`(limiting requests|delaying request)(, dry run)?, excess: (\d+\.\d{3}),? by zone "\w"`)
 	var theirs []string
 	for _, m := range re.FindAllString(string(log), -1) {
@@ -280,14 +306,14 @@ func TestNginxLimitReq(t *testing.T) {
 	}
 	a, b := logShapes(theirs), logShapes(ours)
 	if len(a) != len(b) || len(a) == 0 {
-		t.Fatalf("nginx logged %d lines\n%s\nwe %d\n%s", len(a), strings.Join(theirs, "\n"), len(b), strings.Join(ours, "\n"))
+		return append(mismatches, fmt.Sprintf("nginx logged %d lines\n%s\nwe %d\n%s", len(a), strings.Join(theirs, "\n"), len(b), strings.Join(ours, "\n"))), noisy
 	}
 	for i := range a {
 		if a[i].shape != b[i].shape || math.Abs(a[i].excess-b[i].excess) > 0.15 {
-			t.Errorf("nginx logged %q, we %q", theirs, ours)
-			break
+			return append(mismatches, fmt.Sprintf("nginx logged %q, we %q", theirs, ours)), noisy
 		}
 	}
+	return mismatches, noisy
 }
 
 type logLine struct {
