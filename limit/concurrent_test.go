@@ -181,7 +181,7 @@ func TestTableChurnAcrossCPUs(t *testing.T) {
 				switch p := e.pins.Load(); {
 				case p > 1:
 					t.Fatalf("entry %d/%d left pinned (%d)", i, j, p)
-				case p == 1:
+				case p == 1 && e.life == alive:
 					live++
 					bytes += int64(tb.pol.cost(int(e.klen)))
 					if got := s.lookup(e.hash.Load(), s.keyOf(j)); got != j {

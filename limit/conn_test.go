@@ -19,7 +19,7 @@ func (z *ConnZone) count(key string) uint64 {
 	for i := range z.t.shards {
 		s := &z.t.shards[i]
 		for j := range s.fresh {
-			if s.ents[j].pins.Load() != 0 && string(s.keyOf(j)) == key {
+			if s.ents[j].life == alive && string(s.keyOf(j)) == key {
 				return s.ents[j].word.Load()
 			}
 		}

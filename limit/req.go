@@ -187,6 +187,7 @@ type ReqDecision struct {
 	Full   bool
 }
 
+// reqPin is an entry a limit holds until the request is accounted.
 type reqPin struct {
 	s *shard
 	i int32
@@ -213,13 +214,9 @@ const (
 // with up to 8 limits.
 func (c *ReqConf) Check(keys [][]byte, now int64) ReqDecision {
 	var buf [8]reqPin
-	pins := buf[:0]
+	pins := buf[:]
 	if len(c.Limits) > len(buf) {
-		pins = make([]reqPin, 0, len(c.Limits))
-	}
-	pins = pins[:len(c.Limits)]
-	for i := range pins {
-		pins[i] = reqPin{}
+		pins = make([]reqPin, len(c.Limits))
 	}
 	rc := rcDeclined
 	var excess uint64
@@ -327,7 +324,8 @@ func account(limits []ReqLimit, pins []reqPin, now int64, excess uint64, lim *Re
 			continue
 		}
 		l := &limits[n]
-		e := &p.s.ents[p.i]
+		s := p.s
+		e := &s.ents[p.i]
 		var ex uint64
 		for {
 			w := e.word.Load()
@@ -337,7 +335,7 @@ func account(limits []ReqLimit, pins []reqPin, now int64, excess uint64, lim *Re
 				break
 			}
 		}
-		p.s.unpin(p.i)
+		s.unpin(p.i)
 		if ex <= l.Delay {
 			continue
 		}

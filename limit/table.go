@@ -26,13 +26,26 @@ const inlineKey = 24
 type entry struct {
 	hash atomic.Uint64
 	word atomic.Uint64 // the module's state: limit_req's excess and last, limit_conn's count
-	pins atomic.Int32  // 0: free; else 1 + the holders
+	pins atomic.Int32  // 1 + the holders while alive; 0 (never used) or freed (<0) when free
 	next atomic.Int32  // the next entry of the bucket's chain, index+1 (0: end)
 	ref  atomic.Uint32 // CLOCK's reference count: 1 new, 2 used again; the hand takes 1
 	klen uint32        // written only while free, read only while pinned or under mu
 	key  [inlineKey]byte
-	_    [8]byte
+	life uint32 // under mu: never used, alive or freed
+	_    [4]byte
 }
+
+const (
+	neverUsed = iota
+	alive
+	freed
+)
+
+// freedPins is a freed entry's pin count. A reader pins with one atomic add and
+// gives it back when the result says the entry is free; the insert that brings
+// the entry back to life adds to the count rather than setting it, so such a
+// reader's add and give-back cancel out whenever they land.
+const freedPins = -1 << 30
 
 // shard is one part of a table. ents holds the home entries, one per bucket (the
 // first key of a bucket is found at once, one cache miss), then the overflow
@@ -131,17 +144,14 @@ func (t *table) len() int {
 	return n
 }
 
-// pin takes a hold on e unless it is free.
+// pin takes a hold on e unless it is free: one atomic add, which on a key used
+// by several loops moves the entry's line here once for the whole request.
 func pin(e *entry) bool {
-	for {
-		p := e.pins.Load()
-		if p == 0 {
-			return false
-		}
-		if e.pins.CompareAndSwap(p, p+1) {
-			return true
-		}
+	if e.pins.Add(1) >= 2 {
+		return true
 	}
+	e.pins.Add(-1)
+	return false
 }
 
 func (s *shard) unpin(i int32) { s.ents[i].pins.Add(-1) }
@@ -186,7 +196,7 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 	home := int32(h & s.mask)
 	// Under the lock no entry of s can be freed, and the chains are consistent.
 	for j := home + 1; j != 0; j = s.ents[j-1].next.Load() {
-		if e := &s.ents[j-1]; e.pins.Load() != 0 && e.hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
+		if e := &s.ents[j-1]; e.life == alive && e.hash.Load() == h && bytes.Equal(s.keyOf(j-1), key) {
 			e.pins.Add(1)
 			e.ref.Store(usedAgain)
 			return j - 1, false, true
@@ -198,7 +208,7 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 		if tries == victimSteps {
 			return -1, false, false
 		}
-		if s.ents[home].pins.Load() != 0 && s.freeOv == 0 && int(s.fresh) == len(s.ents) {
+		if s.ents[home].life == alive && s.freeOv == 0 && int(s.fresh) == len(s.ents) {
 			if v := s.victim(); v >= 0 {
 				s.remove(t, v) // with luck this bucket's home or an overflow entry
 				continue
@@ -218,7 +228,7 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 		}
 	}
 	i = home
-	if s.ents[home].pins.Load() != 0 {
+	if s.ents[home].life == alive {
 		if s.freeOv != 0 {
 			i = s.freeOv - 1
 			s.freeOv = s.ents[i].next.Load()
@@ -246,7 +256,13 @@ func (t *table) insert(s *shard, h uint64, key []byte, init uint64, now int64) (
 	if i != home {
 		e.next.Store(s.ents[home].next.Load())
 	} // a home keeps its chain
-	e.pins.Store(2) // alive and pinned for the caller: publishes the fields above
+	// Alive and pinned for the caller; this publishes the fields above.
+	if e.life == neverUsed {
+		e.pins.Add(2)
+	} else {
+		e.pins.Add(2 - freedPins)
+	}
+	e.life = alive
 	if i != home {
 		s.ents[home].next.Store(i + 1)
 	}
@@ -278,7 +294,7 @@ func (t *table) evictElsewhere(s *shard) bool {
 
 // victim runs the CLOCK hand to an unpinned entry whose reference count is 0,
 // taking one from the count of each entry it passes, and claims it (pins: 1 ->
-// 0). After victimSteps it takes the first unpinned entry it passed; -1 when every
+// freed). After victimSteps it takes the first unpinned entry it passed; -1 when every
 // entry it passed is held.
 func (s *shard) victim() int32 {
 	n := int32(len(s.ents))
@@ -300,11 +316,11 @@ func (s *shard) victim() int32 {
 			}
 			continue
 		}
-		if e.pins.CompareAndSwap(1, 0) {
+		if e.pins.CompareAndSwap(1, freedPins) {
 			return i
 		}
 	}
-	if cand >= 0 && s.ents[cand].pins.CompareAndSwap(1, 0) {
+	if cand >= 0 && s.ents[cand].pins.CompareAndSwap(1, freedPins) {
 		return cand
 	}
 	return -1
@@ -320,12 +336,11 @@ func (s *shard) expire(t *table, now int64) {
 	for steps := 0; steps < 8 && removed < 2; steps++ {
 		i := s.hand
 		e := &s.ents[i]
-		p := e.pins.Load()
 		switch {
-		case p == 0: // free
+		case e.life != alive:
 		case e.ref.Load() != 0:
 			e.ref.Add(^uint32(0))
-		case p != 1 || !t.pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, 0):
+		case !t.pol.expired(e.word.Load(), now) || !e.pins.CompareAndSwap(1, freedPins):
 			return
 		default:
 			s.remove(t, i)
@@ -338,10 +353,11 @@ func (s *shard) expire(t *table, now int64) {
 	}
 }
 
-// remove frees a claimed entry (pins 0): a home stays in place with its chain, an
-// overflow entry is unlinked and put on the free list.
+// remove frees a claimed entry (pins freed): a home stays in place with its
+// chain, an overflow entry is unlinked and put on the free list.
 func (s *shard) remove(t *table, i int32) {
 	e := &s.ents[i]
+	e.life = freed
 	t.used.Add(-int64(t.pol.cost(int(e.klen))))
 	s.live--
 	if uint64(i) <= s.mask {
