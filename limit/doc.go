@@ -112,8 +112,8 @@
 //     time more than a minute back (a wall clock that jumped) cannot happen on the
 //     shared monotonic clock.
 //   - Which old key an insert evicts is the CLOCK's choice, not the exact least
-//     recently used: a key seen once lives for 2/3 to 4/3 of a zone's worth of
-//     new keys, a key seen again at least for a zone's worth, as under nginx's
+//     recently used: a key seen once lives for roughly 2/3 to 4/3 of a zone's
+//     worth of new keys, a key seen again at least for a zone's worth, as under nginx's
 //     LRU (TestActiveKeySurvivesFlood). The number of keys a zone holds is
 //     nginx's (TestNginxZoneCapacity): 8095 limit_req states or 16191 limit_conn
 //     counters per megabyte for short keys.

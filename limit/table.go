@@ -331,6 +331,9 @@ func (s *shard) victim() int32 {
 // expired go; it stops at the first old entry that is held or not expired, as
 // nginx stops at the tail of its LRU queue.
 func (s *shard) expire(t *table, now int64) {
+	if _, ok := t.pol.(connPolicy); ok {
+		return // limit_conn has no expiry: a count at 0 is a free slot already
+	}
 	n := int32(len(s.ents))
 	removed := 0
 	for steps := 0; steps < 8 && removed < 2; steps++ {
