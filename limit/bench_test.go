@@ -76,3 +76,19 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("limit_conn: %v allocations a request", n)
 	}
 }
+
+// BenchmarkReqChurn: more keys than the zone holds, so every request inserts a
+// key and evicts one (a flood of new clients): the insert path, still without
+// allocation for keys of up to 24 bytes.
+func BenchmarkReqChurn(b *testing.B) {
+	z := reqZone(b, "z", 1000, 1<<20) // 8095 states
+	c := &ReqConf{Limits: []ReqLimit{{Zone: z}}}
+	keys := benchKeys() // 65536
+	k := make([][]byte, 1)
+	now := int64(1 << 40)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k[0] = keys[i%manyKeys]
+		c.Check(k, now)
+	}
+}

@@ -10,8 +10,9 @@ import (
 
 // The table holds a zone's per-key states for every loop of the process. Finding a
 // key and updating its state take no lock: a lookup walks a bucket's chain, pins the
-// entry (a CAS on its pin count, which also keeps it from being evicted, nginx's
-// node->count), compares the key and works on the entry's state word with CAS. Only
+// entry (an atomic add to its pin count, which also keeps it from being evicted,
+// nginx's node->count), compares the key and works on the entry's state word with
+// CAS. Only
 // a key that is not in the table takes its shard's mutex, to insert it, evicting an
 // old one when the zone's bytes are used up. So two loops share a cache line only
 // when they touch the same key (or insert into the same shard, or account a new
