@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/internal/testport"
 	"github.com/numaproxy/numaproxy/static"
 )
 
@@ -63,14 +64,7 @@ func startNginx(t *testing.T, file, addr string) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // askNginx sends one request and returns the status and WWW-Authenticate.
 func askNginx(t *testing.T, addr, path string, authorization []byte) (int, string) {

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 // instance is a numaproxy process started by a test in its own prefix folder.
@@ -21,15 +22,7 @@ type instance struct {
 }
 
 // freePort finds a TCP port on 127.0.0.1 that nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // start runs numaproxy in the foreground on dir/conf/numaproxy.conf, with env added
 // to the test's environment, and waits until it has written its pid file.

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 // Differential tests against Debian's nginx 1.22, the specification: the same
@@ -42,15 +44,7 @@ func nginxPath(t *testing.T) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // startNginx runs nginx in the foreground, one process, with http block body on
 // 127.0.0.1:port, and returns its folder (logs/error.log).

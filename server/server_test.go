@@ -16,6 +16,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/testport"
 	"github.com/numaproxy/numaproxy/numa"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
@@ -31,15 +32,7 @@ var registry = conf.MustRegistry(domains.Module, upstream.Module, httpcore.Modul
 // has node 0 = CPUs 0-1 and node 1 = CPUs 2-3.
 var inVM = os.Getenv("NUMAPROXY_IN_VM") == "1"
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // startServer starts a server in this process on src (with PORT replaced).
 func startServer(t *testing.T, src string) (*Server, string, *bytes.Buffer) {

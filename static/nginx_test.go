@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 const nginxBin = "/usr/sbin/nginx"
@@ -74,14 +75,7 @@ func startNginx(t *testing.T, dir, httpBody string, port int) string {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // fileTree is the tree both servers serve. Times are fixed so ETags and
 // Last-Modified are the same on every run.

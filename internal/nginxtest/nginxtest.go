@@ -11,10 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 // Binary is Debian's nginx.
@@ -127,14 +130,7 @@ func StartError(t testing.TB, httpBody string, files map[string]string) (output 
 	return string(b), err == nil
 }
 
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return "127.0.0.1:" + strconv.Itoa(testport.Free(t)) }
 
 // Get sends GET target with the given headers ("Name: value", Host included) and
 // returns the status and body.
