@@ -16,12 +16,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 // Interoperability with HAProxy, the protocol's author: its send-proxy and
@@ -46,15 +48,17 @@ func binary(t *testing.T, name string, paths ...string) string {
 	return ""
 }
 
-// freeAddr returns a loopback address with a port free a moment ago.
+// freeAddr returns a loopback address with a port free a moment ago, below the
+// ephemeral range (internal/testport says why).
 func freeAddr(t *testing.T, network, host string) string {
 	t.Helper()
 	ln, err := net.Listen(network, host+":0")
 	if err != nil {
 		t.Skipf("no %s loopback: %v", network, err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	ln.Close()
+	h := strings.Trim(host, "[]")
+	return net.JoinHostPort(h, strconv.Itoa(testport.FreeOn(t, h)))
 }
 
 // startHAProxy runs haproxy in the foreground on cfg and waits until every

@@ -30,6 +30,12 @@ var (
 // Free returns a port on 127.0.0.1 that nothing listens on now.
 func Free(t testing.TB) int {
 	t.Helper()
+	return FreeOn(t, "127.0.0.1")
+}
+
+// FreeOn is Free for another loopback address ("127.0.0.1" or "::1").
+func FreeOn(t testing.TB, host string) int {
+	t.Helper()
 	top := ephemeralStart()
 	mu.Lock()
 	defer mu.Unlock()
@@ -38,7 +44,7 @@ func Free(t testing.TB) int {
 		if handed[p] {
 			continue
 		}
-		l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(p))
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 		if err != nil {
 			continue
 		}
