@@ -148,8 +148,6 @@ const (
 	bitIgnoreInvalid
 	bitUnderscores
 	bitRecursiveErrorPages
-
-	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
 )
 
 // LingeringClose is lingering_close's value.
@@ -197,55 +195,36 @@ func defaults() LocConf {
 	}
 }
 
-// inherit fills what this level did not set from its parent, nginx's merge. The http
-// level's parent is nginx's defaults, applied by the first merge (server level), so
-// the http level itself is completed here too when it is the parent.
+// inherit fills what this level did not set from its parent, nginx's merge (the
+// http level from nginx's defaults first).
 func (c *LocConf) inherit(parent *LocConf) error {
-	if parent.set&merged == 0 {
-		// The http-level config, whose parent is nginx's defaults: complete it once.
-		d := defaults()
-		parent.inheritFrom(&d)
-		parent.set |= merged
-	}
-	c.inheritFrom(parent)
-	c.set |= merged
+	conf.Inherit(c, parent, func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
 	return nil
-}
-
-func (c *LocConf) inheritFrom(p *LocConf) {
-	for _, f := range inheritedFields {
-		if c.set&f.bit == 0 {
-			f.take(c, p)
-		}
-	}
 }
 
 // inheritedFields copies each directive's value from the parent level when this level
 // did not set it.
-var inheritedFields = []struct {
-	bit  uint64
-	take func(c, p *LocConf)
-}{
-	{bitClientMaxBody, func(c, p *LocConf) { c.ClientMaxBodySize = p.ClientMaxBodySize }},
-	{bitClientHeaderTimeout, func(c, p *LocConf) { c.ClientHeaderTimeout = p.ClientHeaderTimeout }},
-	{bitClientBodyTimeout, func(c, p *LocConf) { c.ClientBodyTimeout = p.ClientBodyTimeout }},
-	{bitSendTimeout, func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
-	{bitKeepaliveTimeout, func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
-	{bitKeepaliveRequests, func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
-	{bitLingeringClose, func(c, p *LocConf) { c.LingeringClose = p.LingeringClose }},
-	{bitLingeringTime, func(c, p *LocConf) { c.LingeringTime = p.LingeringTime }},
-	{bitLingeringTimeout, func(c, p *LocConf) { c.LingeringTimeout = p.LingeringTimeout }},
-	{bitServerTokens, func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
-	{bitErrorPages, func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
-	{bitRecursiveErrorPages, func(c, p *LocConf) { c.RecursiveErrorPages = p.RecursiveErrorPages }},
-	{bitClientHeaderBuffer, func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
-	{bitLargeHeaderBuffers, func(c, p *LocConf) {
+var inheritedFields = []conf.Inherited[LocConf]{
+	{Bit: bitClientMaxBody, Take: func(c, p *LocConf) { c.ClientMaxBodySize = p.ClientMaxBodySize }},
+	{Bit: bitClientHeaderTimeout, Take: func(c, p *LocConf) { c.ClientHeaderTimeout = p.ClientHeaderTimeout }},
+	{Bit: bitClientBodyTimeout, Take: func(c, p *LocConf) { c.ClientBodyTimeout = p.ClientBodyTimeout }},
+	{Bit: bitSendTimeout, Take: func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
+	{Bit: bitKeepaliveTimeout, Take: func(c, p *LocConf) { c.KeepaliveTimeout, c.KeepaliveHeader = p.KeepaliveTimeout, p.KeepaliveHeader }},
+	{Bit: bitKeepaliveRequests, Take: func(c, p *LocConf) { c.KeepaliveRequests = p.KeepaliveRequests }},
+	{Bit: bitLingeringClose, Take: func(c, p *LocConf) { c.LingeringClose = p.LingeringClose }},
+	{Bit: bitLingeringTime, Take: func(c, p *LocConf) { c.LingeringTime = p.LingeringTime }},
+	{Bit: bitLingeringTimeout, Take: func(c, p *LocConf) { c.LingeringTimeout = p.LingeringTimeout }},
+	{Bit: bitServerTokens, Take: func(c, p *LocConf) { c.ServerTokens = p.ServerTokens }},
+	{Bit: bitErrorPages, Take: func(c, p *LocConf) { c.ErrorPages = p.ErrorPages }},
+	{Bit: bitRecursiveErrorPages, Take: func(c, p *LocConf) { c.RecursiveErrorPages = p.RecursiveErrorPages }},
+	{Bit: bitClientHeaderBuffer, Take: func(c, p *LocConf) { c.ClientHeaderBufferSize = p.ClientHeaderBufferSize }},
+	{Bit: bitLargeHeaderBuffers, Take: func(c, p *LocConf) {
 		c.LargeHeaderBuffers, c.LargeHeaderBufferSize = p.LargeHeaderBuffers, p.LargeHeaderBufferSize
 	}},
-	{bitClientBodyBuffer, func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
-	{bitClientBodyTemp, func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
-	{bitIgnoreInvalid, func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
-	{bitUnderscores, func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+	{Bit: bitClientBodyBuffer, Take: func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
+	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
+	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
+	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
 }
 
 // HTTPConf is the core's config of the http block.

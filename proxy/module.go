@@ -174,8 +174,6 @@ const (
 	bitCookiePaths
 	bitIgnoreClientAbort
 	bitIgnoreHeaders
-
-	merged = 1 << 63 // this level's config is complete (inherited what it did not set)
 )
 
 // PassTarget is a parsed proxy_pass URL.
@@ -266,60 +264,41 @@ func defaults() LocConf {
 	}
 }
 
-// inherit fills what this level did not set from its parent, nginx's merge. The http
-// level's parent is nginx's defaults, applied by the first merge (server level), so
-// the http level itself is completed here too when it is the parent.
+// inherit fills what this level did not set from its parent, nginx's merge (the
+// http level from nginx's defaults first).
 func (c *LocConf) inherit(parent *LocConf) error {
-	if parent.set&merged == 0 {
-		// The http-level config, whose parent is nginx's defaults: complete it once.
-		d := defaults()
-		parent.inheritFrom(&d)
-		parent.set |= merged
-	}
-	c.inheritFrom(parent)
-	c.set |= merged
+	conf.Inherit(c, parent, func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
 	return nil
-}
-
-func (c *LocConf) inheritFrom(p *LocConf) {
-	for _, f := range inheritedFields {
-		if c.set&f.bit == 0 {
-			f.take(c, p)
-		}
-	}
 }
 
 // inheritedFields copies each directive's value from the parent level when this level
 // did not set it. proxy_pass and return are not inherited, as in nginx: a nested
 // location without its own proxy_pass does not proxy, and a server-level return runs
 // before any location is chosen (see client.go).
-var inheritedFields = []struct {
-	bit  uint64
-	take func(c, p *LocConf)
-}{
-	{bitSetHeaders, func(c, p *LocConf) { c.SetHeaders = p.SetHeaders }},
-	{bitHide, func(c, p *LocConf) { c.HideHeaders = p.HideHeaders }},
-	{bitPassHeaders, func(c, p *LocConf) { c.PassHeaders = p.PassHeaders }},
-	{bitHTTPVersion, func(c, p *LocConf) { c.HTTPMinor = p.HTTPMinor }},
-	{bitConnectTimeout, func(c, p *LocConf) { c.ConnectTimeout = p.ConnectTimeout }},
-	{bitReadTimeout, func(c, p *LocConf) { c.ReadTimeout = p.ReadTimeout }},
-	{bitSendTimeout, func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
-	{bitNextUpstream, func(c, p *LocConf) { c.NextUpstream = p.NextUpstream }},
-	{bitNextTries, func(c, p *LocConf) { c.NextUpstreamTries = p.NextUpstreamTries }},
-	{bitNextTimeout, func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
-	{bitBuffering, func(c, p *LocConf) { c.Buffering = p.Buffering }},
-	{bitRedirect, func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
-	{bitInterceptErrors, func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
-	{bitBufferSize, func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
-	{bitMethod, func(c, p *LocConf) { c.Method = p.Method }},
-	{bitPassRequestBody, func(c, p *LocConf) { c.PassRequestBody = p.PassRequestBody }},
-	{bitPassRequestHeaders, func(c, p *LocConf) { c.PassRequestHeaders = p.PassRequestHeaders }},
-	{bitBind, func(c, p *LocConf) { c.Bind = p.Bind }},
-	{bitSocketKeepalive, func(c, p *LocConf) { c.SocketKeepalive = p.SocketKeepalive }},
-	{bitCookieDomains, func(c, p *LocConf) { c.CookieDomains = p.CookieDomains }},
-	{bitCookiePaths, func(c, p *LocConf) { c.CookiePaths = p.CookiePaths }},
-	{bitIgnoreClientAbort, func(c, p *LocConf) { c.IgnoreClientAbort = p.IgnoreClientAbort }},
-	{bitIgnoreHeaders, func(c, p *LocConf) { c.IgnoreHeaders = p.IgnoreHeaders }},
+var inheritedFields = []conf.Inherited[LocConf]{
+	{Bit: bitSetHeaders, Take: func(c, p *LocConf) { c.SetHeaders = p.SetHeaders }},
+	{Bit: bitHide, Take: func(c, p *LocConf) { c.HideHeaders = p.HideHeaders }},
+	{Bit: bitPassHeaders, Take: func(c, p *LocConf) { c.PassHeaders = p.PassHeaders }},
+	{Bit: bitHTTPVersion, Take: func(c, p *LocConf) { c.HTTPMinor = p.HTTPMinor }},
+	{Bit: bitConnectTimeout, Take: func(c, p *LocConf) { c.ConnectTimeout = p.ConnectTimeout }},
+	{Bit: bitReadTimeout, Take: func(c, p *LocConf) { c.ReadTimeout = p.ReadTimeout }},
+	{Bit: bitSendTimeout, Take: func(c, p *LocConf) { c.SendTimeout = p.SendTimeout }},
+	{Bit: bitNextUpstream, Take: func(c, p *LocConf) { c.NextUpstream = p.NextUpstream }},
+	{Bit: bitNextTries, Take: func(c, p *LocConf) { c.NextUpstreamTries = p.NextUpstreamTries }},
+	{Bit: bitNextTimeout, Take: func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
+	{Bit: bitBuffering, Take: func(c, p *LocConf) { c.Buffering = p.Buffering }},
+	{Bit: bitRedirect, Take: func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
+	{Bit: bitInterceptErrors, Take: func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
+	{Bit: bitBufferSize, Take: func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
+	{Bit: bitMethod, Take: func(c, p *LocConf) { c.Method = p.Method }},
+	{Bit: bitPassRequestBody, Take: func(c, p *LocConf) { c.PassRequestBody = p.PassRequestBody }},
+	{Bit: bitPassRequestHeaders, Take: func(c, p *LocConf) { c.PassRequestHeaders = p.PassRequestHeaders }},
+	{Bit: bitBind, Take: func(c, p *LocConf) { c.Bind = p.Bind }},
+	{Bit: bitSocketKeepalive, Take: func(c, p *LocConf) { c.SocketKeepalive = p.SocketKeepalive }},
+	{Bit: bitCookieDomains, Take: func(c, p *LocConf) { c.CookieDomains = p.CookieDomains }},
+	{Bit: bitCookiePaths, Take: func(c, p *LocConf) { c.CookiePaths = p.CookiePaths }},
+	{Bit: bitIgnoreClientAbort, Take: func(c, p *LocConf) { c.IgnoreClientAbort = p.IgnoreClientAbort }},
+	{Bit: bitIgnoreHeaders, Take: func(c, p *LocConf) { c.IgnoreHeaders = p.IgnoreHeaders }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }

@@ -275,8 +275,6 @@ const (
 	bitDirectIO
 	bitDirectIOAlignment
 	bitTryFiles
-
-	merged = 1 << 63
 )
 
 // defaults is the http level before any directive: nginx's defaults. Root is filled
@@ -308,63 +306,48 @@ func mustTemplate(s string) *Template {
 	return t
 }
 
+// inherit fills what this level did not set from its parent, nginx's merge (the
+// http level from nginx's defaults first).
 func (c *LocConf) inherit(parent *LocConf) error {
-	if parent.set&merged == 0 {
-		d := defaults()
-		parent.inheritFrom(&d)
-		parent.set |= merged
-	}
-	c.inheritFrom(parent)
-	c.set |= merged
+	conf.Inherit(c, parent, func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
 	return nil
-}
-
-func (c *LocConf) inheritFrom(p *LocConf) {
-	for _, f := range inheritedFields {
-		if c.set&f.bit == 0 {
-			f.take(c, p)
-		}
-	}
 }
 
 // inheritedFields copies each directive's value from the parent when this level did
 // not set it. try_files is not inherited, as in nginx; the alias's length goes with
 // it, so a nested location keeps replacing its parent's prefix.
-var inheritedFields = []struct {
-	bit  uint64
-	take func(c, p *LocConf)
-}{
-	{bitRoot, func(c, p *LocConf) {
+var inheritedFields = []conf.Inherited[LocConf]{
+	{Bit: bitRoot, Take: func(c, p *LocConf) {
 		c.Root, c.RootTmpl, c.Alias, c.AliasLen, c.AliasWhole = p.Root, p.RootTmpl, p.Alias, p.AliasLen, p.AliasWhole
 	}},
-	{bitIndex, func(c, p *LocConf) { c.Index = p.Index }},
-	{bitInternal, func(c, p *LocConf) { c.Internal = p.Internal }},
-	{bitTypes, func(c, p *LocConf) { c.Types = p.Types }},
-	{bitDefaultType, func(c, p *LocConf) { c.DefaultType = p.DefaultType }},
-	{bitETag, func(c, p *LocConf) { c.ETag = p.ETag }},
-	{bitIMS, func(c, p *LocConf) { c.IfModifiedSince = p.IfModifiedSince }},
-	{bitMaxRanges, func(c, p *LocConf) { c.MaxRanges = p.MaxRanges }},
-	{bitExpires, func(c, p *LocConf) { c.Expires = p.Expires }},
-	{bitCharset, func(c, p *LocConf) { c.Charset = p.Charset }},
-	{bitSourceCharset, func(c, p *LocConf) { c.SourceCharset = p.SourceCharset }},
-	{bitCharsetTypes, func(c, p *LocConf) { c.CharsetTypes = p.CharsetTypes }},
-	{bitLogNotFound, func(c, p *LocConf) { c.LogNotFound = p.LogNotFound }},
-	{bitSymlinks, func(c, p *LocConf) { c.DisableSymlinks, c.SymlinksFrom = p.DisableSymlinks, p.SymlinksFrom }},
-	{bitOpenFileCache, func(c, p *LocConf) { c.OpenFileCache = p.OpenFileCache }},
-	{bitCacheValid, func(c, p *LocConf) { c.CacheValid = p.CacheValid }},
-	{bitCacheMinUses, func(c, p *LocConf) { c.CacheMinUses = p.CacheMinUses }},
-	{bitCacheErrors, func(c, p *LocConf) { c.CacheErrors = p.CacheErrors }},
-	{bitAutoindex, func(c, p *LocConf) { c.Autoindex = p.Autoindex }},
-	{bitAutoindexExact, func(c, p *LocConf) { c.AutoindexExactSize = p.AutoindexExactSize }},
-	{bitAutoindexFormat, func(c, p *LocConf) { c.AutoindexFormat = p.AutoindexFormat }},
-	{bitAutoindexLocaltime, func(c, p *LocConf) { c.AutoindexLocaltime = p.AutoindexLocaltime }},
-	{bitSendfile, func(c, p *LocConf) { c.Sendfile = p.Sendfile }},
-	{bitSendfileMaxChunk, func(c, p *LocConf) { c.SendfileMaxChunk = p.SendfileMaxChunk }},
-	{bitTCPNoPush, func(c, p *LocConf) { c.TCPNoPush = p.TCPNoPush }},
-	{bitTCPNoDelay, func(c, p *LocConf) { c.TCPNoDelay = p.TCPNoDelay }},
-	{bitAIO, func(c, p *LocConf) { c.AIOThreads = p.AIOThreads }},
-	{bitDirectIO, func(c, p *LocConf) { c.DirectIO = p.DirectIO }},
-	{bitDirectIOAlignment, func(c, p *LocConf) { c.DirectIOAlignment = p.DirectIOAlignment }},
+	{Bit: bitIndex, Take: func(c, p *LocConf) { c.Index = p.Index }},
+	{Bit: bitInternal, Take: func(c, p *LocConf) { c.Internal = p.Internal }},
+	{Bit: bitTypes, Take: func(c, p *LocConf) { c.Types = p.Types }},
+	{Bit: bitDefaultType, Take: func(c, p *LocConf) { c.DefaultType = p.DefaultType }},
+	{Bit: bitETag, Take: func(c, p *LocConf) { c.ETag = p.ETag }},
+	{Bit: bitIMS, Take: func(c, p *LocConf) { c.IfModifiedSince = p.IfModifiedSince }},
+	{Bit: bitMaxRanges, Take: func(c, p *LocConf) { c.MaxRanges = p.MaxRanges }},
+	{Bit: bitExpires, Take: func(c, p *LocConf) { c.Expires = p.Expires }},
+	{Bit: bitCharset, Take: func(c, p *LocConf) { c.Charset = p.Charset }},
+	{Bit: bitSourceCharset, Take: func(c, p *LocConf) { c.SourceCharset = p.SourceCharset }},
+	{Bit: bitCharsetTypes, Take: func(c, p *LocConf) { c.CharsetTypes = p.CharsetTypes }},
+	{Bit: bitLogNotFound, Take: func(c, p *LocConf) { c.LogNotFound = p.LogNotFound }},
+	{Bit: bitSymlinks, Take: func(c, p *LocConf) { c.DisableSymlinks, c.SymlinksFrom = p.DisableSymlinks, p.SymlinksFrom }},
+	{Bit: bitOpenFileCache, Take: func(c, p *LocConf) { c.OpenFileCache = p.OpenFileCache }},
+	{Bit: bitCacheValid, Take: func(c, p *LocConf) { c.CacheValid = p.CacheValid }},
+	{Bit: bitCacheMinUses, Take: func(c, p *LocConf) { c.CacheMinUses = p.CacheMinUses }},
+	{Bit: bitCacheErrors, Take: func(c, p *LocConf) { c.CacheErrors = p.CacheErrors }},
+	{Bit: bitAutoindex, Take: func(c, p *LocConf) { c.Autoindex = p.Autoindex }},
+	{Bit: bitAutoindexExact, Take: func(c, p *LocConf) { c.AutoindexExactSize = p.AutoindexExactSize }},
+	{Bit: bitAutoindexFormat, Take: func(c, p *LocConf) { c.AutoindexFormat = p.AutoindexFormat }},
+	{Bit: bitAutoindexLocaltime, Take: func(c, p *LocConf) { c.AutoindexLocaltime = p.AutoindexLocaltime }},
+	{Bit: bitSendfile, Take: func(c, p *LocConf) { c.Sendfile = p.Sendfile }},
+	{Bit: bitSendfileMaxChunk, Take: func(c, p *LocConf) { c.SendfileMaxChunk = p.SendfileMaxChunk }},
+	{Bit: bitTCPNoPush, Take: func(c, p *LocConf) { c.TCPNoPush = p.TCPNoPush }},
+	{Bit: bitTCPNoDelay, Take: func(c, p *LocConf) { c.TCPNoDelay = p.TCPNoDelay }},
+	{Bit: bitAIO, Take: func(c, p *LocConf) { c.AIOThreads = p.AIOThreads }},
+	{Bit: bitDirectIO, Take: func(c, p *LocConf) { c.DirectIO = p.DirectIO }},
+	{Bit: bitDirectIOAlignment, Take: func(c, p *LocConf) { c.DirectIOAlignment = p.DirectIOAlignment }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
