@@ -41,6 +41,8 @@ type conn struct {
 	timer    Timer
 	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
 	wtimeout time.Duration // 0: queued output may wait forever
+	// resetOnWTimeout: a write timeout resets rather than closes.
+	resetOnWTimeout bool
 	sendfile bool          // file segments go out with sendfile(2), else pread into pool buffers
 	maxChunk int           // file bytes sent per readiness event at most; 0: no bound
 	closeErr error         // OnClose error once a graceful close completes
@@ -172,6 +174,9 @@ func (c *conn) onTimer(*Timer) {
 // onWriteTimer: the socket took none of the queued output for wtimeout.
 func (c *conn) onWriteTimer(*Timer) {
 	if c.state == connOpen || c.state == connClosing {
+		if c.resetOnWTimeout {
+			c.setLingerReset()
+		}
 		c.closeNow(fmt.Errorf("write to %s: %w", c.remote, ErrWriteTimeout))
 	}
 }
@@ -310,6 +315,23 @@ func (c *conn) SetWriteTimeout(d time.Duration) {
 	case c.q.size > 0 && !c.wtimer.Pending() && c.state != connClosed:
 		c.wtimer.Reset(d)
 	}
+}
+
+// SetResetOnWriteTimeout implements Conn.
+func (c *conn) SetResetOnWriteTimeout(on bool) { c.resetOnWTimeout = on }
+
+// Reset implements Conn.
+func (c *conn) Reset() {
+	if c.state == connClosed {
+		return
+	}
+	c.setLingerReset()
+	c.closeNow(nil)
+}
+
+// setLingerReset makes close(2) send an RST and drop the socket's send queue.
+func (c *conn) setLingerReset() {
+	_ = unix.SetsockoptLinger(c.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 }
 
 // SetWriteWatermarks implements Conn.

@@ -86,6 +86,13 @@ type Conn interface {
 	// while output is queued, restarts whenever some is sent, and keeps running
 	// through a graceful Close. d <= 0 turns it off (the default).
 	SetWriteTimeout(d time.Duration)
+	// SetResetOnWriteTimeout makes a write timeout reset the connection (see Reset)
+	// instead of closing it with a FIN.
+	SetResetOnWriteTimeout(on bool)
+	// Reset closes at once with an RST (SO_LINGER 0) instead of a FIN, dropping
+	// what is queued, so the kernel frees the socket's buffers at once: nginx's
+	// reset_timedout_connection.
+	Reset()
 	// SetWriteWatermarks gives this connection its own watermarks: OnWriteBlocked
 	// once more than high bytes are queued, OnWritable once at most low are (low is
 	// capped at high-1, at least 0). high <= 0 restores the loop's

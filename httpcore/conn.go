@@ -284,7 +284,11 @@ func (c *conn) begin() {
 func (c *conn) handle() {
 	r := &c.req
 	c.bodyFate = bodyOnWire
+	// As nginx, the path is normalised by the rules of the address's default server:
+	// it is parsed before the Host header names the request's server.
+	mergeSlashes := true
 	if a := c.snap.Routes.Addr(c.local); a != nil {
+		mergeSlashes = ServerConf(a.Default).MergeSlashes
 		c.srv = a.Server(r.Host())
 		c.srvConf = ServerConf(c.srv)
 		c.lcf = c.srvConf
@@ -298,7 +302,7 @@ func (c *conn) handle() {
 	}
 	pool := c.conn.Loop().Pool()
 	c.uriBuf = pool.Get(len(r.Path()) + 1)[:0]
-	uri, err := route.Normalize(c.uriBuf, r.Path())
+	uri, err := route.Normalize(c.uriBuf, r.Path(), mergeSlashes)
 	if err != nil {
 		c.keepAlive = false
 		c.respondStatus(400)
@@ -440,16 +444,26 @@ func (c *conn) onTimeout() {
 			c.w.log.Info("client timed out while waiting for request", "client", c.remote.String())
 		}
 		// As nginx, a head that did not arrive in time gets no answer (its 408 is
-		// only logged there): the connection is closed, as an idle one is.
+		// only logged there): the connection is closed, as an idle one is, and
+		// reset with reset_timedout_connection if a request had begun.
+		reset := len(c.in) > 0 && c.defaultServerConf().ResetTimedout
 		c.state = csClosed
 		c.release()
-		c.conn.Close()
+		if reset {
+			c.conn.Reset()
+		} else {
+			c.conn.Close()
+		}
 	case csBody:
 		// The client stopped sending: as nginx, the connection closes without an
 		// answer (nginx's 408 goes only to its log) and without lingering.
 		c.w.log.Info("client timed out while reading client request body", "client", c.remote.String())
 		c.abortBody()
 		c.keepAlive = false
+		if c.lcf.ResetTimedout {
+			c.resetNow()
+			return
+		}
 		c.closeAfterFlush()
 	case csDiscard:
 		c.closeAfterFlush() // the body to drop stopped coming
@@ -461,11 +475,30 @@ func (c *conn) onTimeout() {
 		if c.Request != nil {
 			c.abortBody()
 		}
+		if c.lcf.ResetTimedout {
+			c.resetNow()
+			return
+		}
 		c.state = csClosed
 		c.release()
 		c.conn.Close()
 		c.conn.Close() // a second Close drops what is queued
 	}
+}
+
+// resetNow closes the connection with an RST (reset_timedout_connection), dropping
+// what is queued.
+func (c *conn) resetNow() {
+	c.state = csClosed
+	c.release()
+	c.conn.Reset()
+}
+
+// armSendTimeout gives the connection the location's send_timeout, and whether it
+// resets the connection (reset_timedout_connection).
+func (c *conn) armSendTimeout() {
+	c.conn.SetWriteTimeout(c.lcf.SendTimeout)
+	c.conn.SetResetOnWriteTimeout(c.lcf.ResetTimedout)
 }
 
 // onClose: the connection is gone; a pending answer is abandoned (release ends it

@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -173,7 +174,7 @@ func (r *Request) writeHeader() {
 			b = append(b, "Content-Length: "...)
 			b = strconv.AppendInt(b, h.ContentLength, 10)
 			b = append(b, "\r\n"...)
-		case h.ContentLength < 0 && !r.headerOnly && r.req.ProtoMinor() == 1:
+		case h.ContentLength < 0 && !r.headerOnly && r.req.ProtoMinor() == 1 && c.lcf.ChunkedEncoding:
 			r.chunked = true
 			b = append(b, "Transfer-Encoding: chunked\r\n"...)
 		case h.ContentLength < 0 && !r.headerOnly:
@@ -190,7 +191,8 @@ func (r *Request) writeHeader() {
 // keepalive_timeout has a second value). As in nginx, keepalive_timeout and
 // keepalive_requests are the location's.
 func (c *conn) appendConnection(head []byte) []byte {
-	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() {
+	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() ||
+		c.lcf.KeepaliveDisable != 0 && c.keepaliveDisabled() {
 		c.keepAlive = false
 		return append(head, "Connection: close\r\n"...)
 	}
@@ -201,6 +203,46 @@ func (c *conn) appendConnection(head []byte) []byte {
 		head = append(head, "\r\n"...)
 	}
 	return head
+}
+
+// keepaliveDisabled: keepalive_disable names the client's browser, told from its
+// User-Agent as nginx's ngx_http_process_user_agent tells it.
+func (c *conn) keepaliveDisabled() bool {
+	kd := c.lcf.KeepaliveDisable
+	post := string(c.req.Method()) == "POST"
+	if kd&KeepaliveDisableSafari == 0 && !post {
+		return false // msie6 applies to POST requests only
+	}
+	if c.Request == nil {
+		return false
+	}
+	ua := c.Request.headerValue("user-agent")
+	if len(ua) == 0 {
+		return false
+	}
+	msie, msie6 := false, false
+	if i := bytes.Index(ua, []byte("MSIE ")); i >= 0 && i+7 < len(ua) {
+		msie = true
+		if ua[i+6] == '.' {
+			switch ua[i+5] {
+			case '4', '5':
+				msie6 = true
+			case '6':
+				msie6 = !bytes.Contains(ua[i+8:], []byte("SV1"))
+			}
+		}
+	}
+	if bytes.Contains(ua, []byte("Opera")) {
+		msie, msie6 = false, false
+	}
+	if msie6 && post && kd&KeepaliveDisableMSIE6 != 0 {
+		return true
+	}
+	if msie || kd&KeepaliveDisableSafari == 0 || bytes.Contains(ua, []byte("Opera")) ||
+		bytes.Contains(ua, []byte("Gecko/")) || bytes.Contains(ua, []byte("Chrome/")) {
+		return false
+	}
+	return bytes.Contains(ua, []byte("Safari/")) && bytes.Contains(ua, []byte("Mac OS X"))
 }
 
 // appendAbsolute writes, before a Location value that starts with "/", the scheme,

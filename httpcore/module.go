@@ -86,6 +86,30 @@ func directives() []conf.Directive {
 		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
 			Syntax: "underscores_in_headers on | off;", Default: "off",
 			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
+		{Name: "merge_slashes", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.MergeSlashes }, bitMergeSlashes),
+			Syntax: "merge_slashes on | off;", Default: "on",
+			Doc: "Merges runs of slashes in the request's path (as $uri and locations see it); off keeps them, \"..\" then climbing back over one slash only."},
+		{Name: "chunked_transfer_encoding", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ChunkedEncoding }, bitChunkedEncoding),
+			Syntax: "chunked_transfer_encoding on | off;", Default: "on",
+			Doc: "Off, a response of unknown length to an HTTP/1.1 client is sent until the connection closes instead of chunked."},
+		{Name: "keepalive_disable", Contexts: hsl, Args: conf.Args1More, Set: setKeepaliveDisable,
+			Syntax: "keepalive_disable none | browser ...;", Default: "msie6",
+			Doc: "No keep-alive for these browsers, told by User-Agent as nginx tells them: msie6 (MSIE 4 and 5, and 6 without SV1, on POST requests) and safari (Safari on macOS)."},
+		{Name: "reset_timedout_connection", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ResetTimedout }, bitResetTimedout),
+			Syntax: "reset_timedout_connection on | off;", Default: "off",
+			Doc: "A connection closed on a timeout during a request (its head, its body, or send_timeout) is reset (SO_LINGER 0, an RST) so that what it still holds in the kernel is freed at once; as nginx, not an idle keep-alive connection."},
+		{Name: "postpone_output", Contexts: hsl, Args: conf.Args1, Set: setPostponeOutput, NoEffect: true,
+			Syntax: "postpone_output size;", Default: "1460",
+			Doc: "nginx holds back body bytes until this many are ready; numaproxy writes what a handler passes on at once, the head together with the first body bytes, so there is nothing to hold back."},
+		{Name: "fastcgi_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: checkTempPath, NoEffect: true,
+			Syntax: "fastcgi_temp_path path [level1 [level2 [level3]]];", Default: "fastcgi_temp",
+			Doc: "numaproxy has no FastCGI module, so nothing is ever written there; the path and levels are checked."},
+		{Name: "uwsgi_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: checkTempPath, NoEffect: true,
+			Syntax: "uwsgi_temp_path path [level1 [level2 [level3]]];", Default: "uwsgi_temp",
+			Doc: "numaproxy has no uwsgi module, so nothing is ever written there; the path and levels are checked."},
+		{Name: "scgi_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: checkTempPath, NoEffect: true,
+			Syntax: "scgi_temp_path path [level1 [level2 [level3]]];", Default: "scgi_temp",
+			Doc: "numaproxy has no SCGI module, so nothing is ever written there; the path and levels are checked."},
 	}
 }
 
@@ -113,6 +137,10 @@ type LocConf struct {
 	ClientBodyTemp       *TempPath // never nil once the config is checked
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
+	MergeSlashes         bool
+	ChunkedEncoding      bool            // chunked_transfer_encoding
+	KeepaliveDisable     KeepaliveBrowse // keepalive_disable
+	ResetTimedout        bool            // reset_timedout_connection
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
@@ -148,6 +176,18 @@ const (
 	bitIgnoreInvalid
 	bitUnderscores
 	bitRecursiveErrorPages
+	bitMergeSlashes
+	bitChunkedEncoding
+	bitKeepaliveDisable
+	bitResetTimedout
+)
+
+// KeepaliveBrowse is keepalive_disable's set of browsers.
+type KeepaliveBrowse uint8
+
+const (
+	KeepaliveDisableMSIE6 KeepaliveBrowse = 1 << iota
+	KeepaliveDisableSafari
 )
 
 // LingeringClose is lingering_close's value.
@@ -167,7 +207,7 @@ type ErrorPage struct {
 	Pos    conf.Pos
 }
 
-// TempPath is a client_body_temp_path.
+// TempPath is a temporary files path: client_body_temp_path, proxy_temp_path.
 type TempPath struct {
 	Dir    string // absolute
 	Levels []int  // as written; unused (see the directive)
@@ -192,6 +232,9 @@ func defaults() LocConf {
 		LargeHeaderBufferSize:  8 << 10,
 		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
 		IgnoreInvalidHeaders:   true,
+		MergeSlashes:           true,
+		ChunkedEncoding:        true,
+		KeepaliveDisable:       KeepaliveDisableMSIE6,
 	}
 }
 
@@ -225,6 +268,10 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
 	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+	{Bit: bitMergeSlashes, Take: func(c, p *LocConf) { c.MergeSlashes = p.MergeSlashes }},
+	{Bit: bitChunkedEncoding, Take: func(c, p *LocConf) { c.ChunkedEncoding = p.ChunkedEncoding }},
+	{Bit: bitKeepaliveDisable, Take: func(c, p *LocConf) { c.KeepaliveDisable = p.KeepaliveDisable }},
+	{Bit: bitResetTimedout, Take: func(c, p *LocConf) { c.ResetTimedout = p.ResetTimedout }},
 }
 
 // HTTPConf is the core's config of the http block.
@@ -395,6 +442,37 @@ func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+// setKeepaliveDisable: "none" alone, or browsers (nginx's bitmask slot).
+func setKeepaliveDisable(c *conf.Cursor, s *conf.Stmt) error {
+	var v KeepaliveBrowse
+	for _, a := range s.Args {
+		switch a.Value {
+		case "none":
+			if len(s.Args) > 1 {
+				return s.InvalidValue(a, "")
+			}
+		case "msie6":
+			v |= KeepaliveDisableMSIE6
+		case "safari":
+			v |= KeepaliveDisableSafari
+		default:
+			return s.InvalidValue(a, "")
+		}
+	}
+	lc := locConf(c)
+	lc.KeepaliveDisable = v
+	lc.set |= bitKeepaliveDisable
+	return nil
+}
+
+// setPostponeOutput checks the size (see the directive: no effect).
+func setPostponeOutput(_ *conf.Cursor, s *conf.Stmt) error {
+	if _, err := conf.ParseSize(s.Args[0].Value); err != nil {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	return nil
+}
+
 func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
 	n, err := conf.ParseNumber(s.Args[0].Value)
 	if err != nil || n < 1 {
@@ -410,9 +488,27 @@ func setLargeHeaderBuffers(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
-// setClientBodyTempPath is nginx's path slot: a directory (relative to the prefix)
-// and up to three levels of 1 or more digits each, 10 in all.
 func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
+	p, err := ParseTempPath(c, s)
+	if err != nil {
+		return err
+	}
+	lc := locConf(c)
+	lc.ClientBodyTemp = p
+	lc.set |= bitClientBodyTemp
+	return nil
+}
+
+// checkTempPath checks a temporary path of a module numaproxy does not have.
+func checkTempPath(c *conf.Cursor, s *conf.Stmt) error {
+	_, err := ParseTempPath(c, s)
+	return err
+}
+
+// ParseTempPath reads nginx's path slot (client_body_temp_path, proxy_temp_path):
+// a directory, relative to the prefix, and up to three levels of 1 or more digits
+// each, 10 in all.
+func ParseTempPath(c *conf.Cursor, s *conf.Stmt) (*TempPath, error) {
 	dir := strings.TrimSuffix(s.Args[0].Value, "/")
 	if dir == "" {
 		dir = "/"
@@ -422,18 +518,15 @@ func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
 	for _, a := range s.Args[1:] {
 		n, err := strconv.Atoi(a.Value)
 		if err != nil || n < 1 {
-			return s.InvalidValue(a, "")
+			return nil, s.InvalidValue(a, "")
 		}
 		sum += n
 		p.Levels = append(p.Levels, n)
 	}
 	if sum > 10 {
-		return s.InvalidValue(s.Args[len(s.Args)-1], "the levels take more than 10 digits")
+		return nil, s.InvalidValue(s.Args[len(s.Args)-1], "the levels take more than 10 digits")
 	}
-	lc := locConf(c)
-	lc.ClientBodyTemp = p
-	lc.set |= bitClientBodyTemp
-	return nil
+	return p, nil
 }
 
 // check gives the levels that did not set client_body_temp_path nginx's default, in

@@ -21,7 +21,7 @@ func (r *Request) RunPhases() {
 		case stepContent:
 			// The location's content handler (nginx's clcf->handler), which a
 			// module's directive set; when it declines, the phase's handlers run.
-			c.conn.SetWriteTimeout(c.lcf.SendTimeout)
+			c.armSendTimeout()
 			next := r.phase + 1
 			if h := c.lcf.handler; h != nil && r.loc != nil {
 				r.phase = len(e) // the handler may finish the request before it returns

@@ -60,6 +60,10 @@ func isRedirect(code int) bool {
 // respondStatus answers with the built-in page for code, or the error_page the
 // location maps it to.
 func (c *conn) respondStatus(code int) {
+	if code == StatusClose {
+		c.closeUnanswered()
+		return
+	}
 	if statusCloses(code) {
 		c.keepAlive = false
 	}
@@ -67,6 +71,25 @@ func (c *conn) respondStatus(code int) {
 		return
 	}
 	c.respond(code, textHTML, c.appendErrorPage(nil, code), nil)
+}
+
+// StatusClose is nginx's non-standard 444 (NGX_HTTP_CLOSE): the connection is
+// closed without an answer (reset with reset_timedout_connection), and the request
+// logged with that status.
+const StatusClose = 444
+
+// closeUnanswered ends the request and the connection without a response.
+func (c *conn) closeUnanswered() {
+	if r := c.Request; r != nil {
+		r.status = StatusClose
+	}
+	c.abortPending()
+	c.keepAlive = false
+	if c.lcf.ResetTimedout {
+		c.resetNow()
+		return
+	}
+	c.closeAfterFlush()
 }
 
 // statusCloses is nginx's list of errors after which a connection does not carry
@@ -241,7 +264,7 @@ func (c *conn) respond(code int, contentType, body, location []byte) {
 		}
 	}
 	r := c.Request
-	c.conn.SetWriteTimeout(c.lcf.SendTimeout)
+	c.armSendTimeout()
 	h := r.NewHeader()
 	h.Status = wireStatus(code)
 	h.ContentLength = -1

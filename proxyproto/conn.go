@@ -215,6 +215,12 @@ func (c *Conn) Queued() int { return c.raw.Queued() }
 // SetWriteTimeout implements eventloop.Conn.
 func (c *Conn) SetWriteTimeout(d time.Duration) { c.raw.SetWriteTimeout(d) }
 
+// SetResetOnWriteTimeout implements eventloop.Conn.
+func (c *Conn) SetResetOnWriteTimeout(on bool) { c.raw.SetResetOnWriteTimeout(on) }
+
+// Reset implements eventloop.Conn: no close_notify, as nginx after a timeout.
+func (c *Conn) Reset() { c.raw.Reset() }
+
 // SetWriteWatermarks implements eventloop.Conn.
 func (c *Conn) SetWriteWatermarks(high, low int) { c.raw.SetWriteWatermarks(high, low) }
 

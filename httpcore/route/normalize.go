@@ -8,12 +8,13 @@ var ErrBadURI = errors.New("invalid request URI")
 
 // Normalize appends to dst the path as locations see it, nginx's $uri
 // (ngx_http_parse_complex_uri): every percent-escape decoded, once, then "." and ".."
-// segments resolved and runs of slashes merged (merge_slashes on). An encoded "/" or
+// segments resolved and runs of slashes merged unless mergeSlashes is off (nginx's
+// merge_slashes). An encoded "/" or
 // "." counts as the character itself, as in nginx, so that a location guard sees the
 // path an upstream will decode: "/%2Fadmin" and "/x/..%2Fadmin" are "/admin". A
 // backslash (%5C) is not a separator (nginx on Linux). path is the request-target's
 // path without the query; an empty one (absolute-form "http://host") is "/".
-func Normalize(dst, path []byte) ([]byte, error) {
+func Normalize(dst, path []byte, mergeSlashes bool) ([]byte, error) {
 	if len(path) == 0 {
 		return append(dst, '/'), nil
 	}
@@ -45,7 +46,10 @@ func Normalize(dst, path []byte) ([]byte, error) {
 			continue
 		}
 		switch s := out[seg:]; {
-		case len(s) == 0: // "//" merged, or the end after a slash
+		case len(s) == 0: // "//", or the end after a slash
+			if !mergeSlashes && !last {
+				out = append(out, '/')
+			}
 		case len(s) == 1 && s[0] == '.':
 			out = out[:seg]
 		case len(s) == 2 && s[0] == '.' && s[1] == '.':

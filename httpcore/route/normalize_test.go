@@ -40,21 +40,37 @@ func TestNormalize(t *testing.T) {
 		{"/a/b/c/./../../d", "/a/d"},
 	}
 	for _, tt := range tests {
-		got, err := Normalize(nil, []byte(tt.in))
+		got, err := Normalize(nil, []byte(tt.in), true)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("Normalize(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 	for _, bad := range []string{"a", "/..", "/../a", "/a/../..", "/%", "/%4", "/%zz", "/%2e%2e", "/a/%2E%2E/%2e%2e/b",
 		"/%00", "/a%00b", "/%2F..", "/a/..%2F..", "/x%2F..%2F..%2Fy"} {
-		if got, err := Normalize(nil, []byte(bad)); err == nil {
+		if got, err := Normalize(nil, []byte(bad), true); err == nil {
 			t.Errorf("Normalize(%q) = %q, want an error", bad, got)
 		}
 	}
 }
 
+// TestNormalizeKeepsSlashes: with merge_slashes off runs of slashes stay, and ".."
+// climbs back over one of them only, as nginx's ngx_http_parse_complex_uri.
+func TestNormalizeKeepsSlashes(t *testing.T) {
+	for in, want := range map[string]string{
+		"//a///b//": "//a///b//",
+		"/a//../b":  "/a/b",
+		"/a/./b":    "/a/b",
+		"/a%2F%2Fb": "/a//b",
+		"/x//":      "/x//",
+	} {
+		if got, err := Normalize(nil, []byte(in), false); err != nil || string(got) != want {
+			t.Errorf("Normalize(%q, no merge) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
 func TestNormalizeAppends(t *testing.T) {
-	got, err := Normalize([]byte("keep:"), []byte("/a/../b"))
+	got, err := Normalize([]byte("keep:"), []byte("/a/../b"), true)
 	if err != nil || string(got) != "keep:/b" {
 		t.Fatalf("got %q, %v", got, err)
 	}
@@ -65,7 +81,7 @@ func BenchmarkNormalize(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := Normalize(buf[:0], path); err != nil {
+		if _, err := Normalize(buf[:0], path, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,21 +92,27 @@ func FuzzNormalize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out, err := Normalize(nil, []byte(in))
-		if err != nil {
-			return
-		}
-		// A normalised path, escaped as it goes upstream, decodes to itself; it starts
-		// with "/" and has no "//", "/./" or "/../".
-		again, err := Normalize(nil, AppendEscaped(nil, out))
-		if err != nil || string(again) != string(out) {
-			t.Fatalf("not stable: %q -> %q -> escaped and normalised %q (%v)", in, out, again, err)
-		}
-		s := string(out) + "/" // so a last "." or ".." segment shows as "/./" or "/../"
-		if len(out) == 0 || out[0] != '/' || contains(string(out), "//") || contains(s, "/./") || contains(s, "/../") {
-			t.Fatalf("%q normalised to %q", in, out)
+		for _, keepSlashes := range []bool{false, true} {
+			checkNormalized(t, in, keepSlashes)
 		}
 	})
+}
+
+func checkNormalized(t *testing.T, in string, keepSlashes bool) {
+	out, err := Normalize(nil, []byte(in), !keepSlashes)
+	if err != nil {
+		return
+	}
+	// A normalised path, escaped as it goes upstream, decodes to itself; it starts
+	// with "/" and has no "/./" or "/../" (nor "//" with merge_slashes on).
+	again, err := Normalize(nil, AppendEscaped(nil, out), !keepSlashes)
+	if err != nil || string(again) != string(out) {
+		t.Fatalf("not stable: %q -> %q -> escaped and normalised %q (%v)", in, out, again, err)
+	}
+	s := string(out) + "/" // so a last "." or ".." segment shows as "/./" or "/../"
+	if len(out) == 0 || out[0] != '/' || !keepSlashes && contains(string(out), "//") || contains(s, "/./") || contains(s, "/../") {
+		t.Fatalf("%q normalised to %q", in, out)
+	}
 }
 
 func contains(s, sub string) bool {

@@ -96,7 +96,7 @@ func FuzzUpstreamAgrees(f *testing.F) {
 		if !validTargetPath(path) {
 			return // the request parser refuses it
 		}
-		uri, err := Normalize(nil, []byte(path))
+		uri, err := Normalize(nil, []byte(path), true)
 		if err != nil {
 			return // 400
 		}

@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Side-by-side tests of core directives against Debian's nginx on the same
+// configuration: merge_slashes, chunked_transfer_encoding, keepalive_disable,
+// reset_timedout_connection and return 444.
+
+// pairWithNginx starts numaproxy and nginx on conf(addr) and returns their addresses.
+func pairWithNginx(t *testing.T, conf func(addr string) string) (np, ng string) {
+	t.Helper()
+	np, ng = addrFor(t), addrFor(t)
+	startHTTP(t, conf(np), np)
+	startNginx(t, conf(ng), ng)
+	return np, ng
+}
+
+// TestMergeSlashes: runs of slashes are merged for location matching and $uri unless
+// merge_slashes is off, which follows the address's default server (nginx normalises
+// the path before Host names the server).
+func TestMergeSlashes(t *testing.T) {
+	np, ng := pairWithNginx(t, func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /a/b { return 200 "loc=ab uri=$uri\n"; }
+    location / { return 200 "loc=root uri=$uri\n"; }
+  }
+  server {
+    listen ` + addr + `;
+    server_name keep;
+    merge_slashes off;
+    location /a/b { return 200 "keep loc=ab uri=$uri\n"; }
+    location / { return 200 "keep loc=root uri=$uri\n"; }
+  }`
+	})
+	unmerged, umNg := pairWithNginx(t, func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    merge_slashes off;
+    location /a/b { return 200 "loc=ab uri=$uri\n"; }
+    location / { return 200 "loc=root uri=$uri\n"; }
+  }`
+	})
+	for _, c := range []struct{ host, path string }{
+		{"h", "//a///b"}, {"keep", "//a///b"}, {"h", "/a//../b"}, {"h", "/a/b//c"},
+	} {
+		for _, pair := range [][2]string{{np, ng}, {unmerged, umNg}} {
+			req := "GET " + c.path + " HTTP/1.1\r\nHost: " + c.host + "\r\nConnection: close\r\n\r\n"
+			got := bodyAfterHead(t, pair[0], req)
+			want := bodyAfterHead(t, pair[1], req)
+			if got != want {
+				t.Errorf("%s %s: numaproxy %q, nginx %q", c.host, c.path, got, want)
+			}
+		}
+	}
+	// And that the setting is seen at all (the comparison above would pass if both
+	// ignored it).
+	if got := bodyAfterHead(t, unmerged, "GET //a///b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"); got != "loc=root uri=//a///b\n" {
+		t.Errorf("merge_slashes off: %q", got)
+	}
+}
+
+func bodyAfterHead(t *testing.T, addr, req string) string {
+	t.Helper()
+	raw, err := roundTripRaw(t, addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(raw, "\r\n\r\n")
+	return body
+}
+
+// TestChunkedTransferEncodingOff: a response of unknown length to an HTTP/1.1 client
+// goes out close-delimited, with Connection: close, as nginx does.
+func TestChunkedTransferEncodingOff(t *testing.T) {
+	up := rawReply(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n", false)
+	np, ng := pairWithNginx(t, func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location / { proxy_pass http://` + up.Addr + `; proxy_http_version 1.1; chunked_transfer_encoding off; }
+  }`
+	})
+	for _, a := range []string{np, ng} {
+		raw, err := roundTripRaw(t, a, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, _ := strings.Cut(raw, "\r\n\r\n")
+		if strings.Contains(head, "Transfer-Encoding") || !strings.Contains(head, "Connection: close") || body != "hello" {
+			t.Errorf("%s answered %q", a, raw)
+		}
+	}
+}
+
+// TestKeepaliveDisable: the default (msie6) ends keep-alive after a POST from MSIE
+// 6 without SV1 but not after a GET; safari ends it for Safari on macOS, not for
+// Chrome, which says "Safari/" too.
+func TestKeepaliveDisable(t *testing.T) {
+	np, ng := pairWithNginx(t, func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location / { return 200 "ok\n"; }
+    location /safari { keepalive_disable safari; return 200 "ok\n"; }
+    location /none { keepalive_disable none; return 200 "ok\n"; }
+  }`
+	})
+	const (
+		msie6  = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)"
+		msie6s = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1)"
+		safari = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15"
+		chrome = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+	)
+	cases := []struct {
+		method, path, ua string
+		closes           bool
+	}{
+		{"POST", "/", msie6, true},
+		{"GET", "/", msie6, false},
+		{"POST", "/", msie6s, false},
+		{"POST", "/none", msie6, false},
+		{"GET", "/safari", safari, true},
+		{"GET", "/safari", chrome, false},
+		{"GET", "/", safari, false},
+	}
+	for _, c := range cases {
+		req := c.method + " " + c.path + " HTTP/1.1\r\nHost: h\r\nUser-Agent: " + c.ua + "\r\nContent-Length: 0\r\n\r\n"
+		for _, a := range []string{np, ng} {
+			head := firstHead(t, a, req)
+			if closes := strings.Contains(head, "Connection: close"); closes != c.closes {
+				t.Errorf("%s %s %q on %s: head %q", c.method, c.path, c.ua, a, head)
+			}
+		}
+	}
+}
+
+// firstHead sends req on a new connection and returns the response head.
+func firstHead(t *testing.T, addr, req string) string {
+	t.Helper()
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	head, err := readHead(bufio.NewReader(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head
+}
+
+// TestResetTimedoutConnection: with reset_timedout_connection on, a request head that
+// stops coming and a return 444 end with an RST (the client's read fails with
+// ECONNRESET); off, with a FIN. nginx is run alongside on the same cases.
+func TestResetTimedoutConnection(t *testing.T) {
+	conf := func(reset string) func(addr string) string {
+		return func(addr string) string {
+			return `
+  client_header_timeout 1s;
+  reset_timedout_connection ` + reset + `;
+  server {
+    listen ` + addr + `;
+    location / { return 200 "ok\n"; }
+    location /close { return 444; }
+  }`
+		}
+	}
+	onNp, onNg := pairWithNginx(t, conf("on"))
+	offNp, offNg := pairWithNginx(t, conf("off"))
+	for _, c := range []struct {
+		name, req string
+	}{
+		{"partial head", "GET / HTTP/1.1\r\nHost: h\r\n"},
+		{"return 444", "GET /close HTTP/1.1\r\nHost: h\r\n\r\n"},
+	} {
+		for _, a := range []string{onNp, onNg} {
+			if err := endOfConn(t, a, c.req); !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("%s with reset on, %s: read ended with %v, want a reset", c.name, a, err)
+			}
+		}
+		for _, a := range []string{offNp, offNg} {
+			if err := endOfConn(t, a, c.req); err != io.EOF {
+				t.Errorf("%s with reset off, %s: read ended with %v, want EOF", c.name, a, err)
+			}
+		}
+	}
+}
+
+// endOfConn sends req and reads until the connection ends; it returns how (io.EOF
+// for a FIN, an error wrapping ECONNRESET for an RST). Any response bytes are an
+// error: these cases get none.
+func endOfConn(t *testing.T, addr, req string) error {
+	t.Helper()
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if n > 0 {
+		t.Errorf("%s answered %q", addr, buf[:n])
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s: the connection stayed open", addr)
+	}
+	return err
+}
