@@ -43,10 +43,10 @@ type conn struct {
 	wtimeout time.Duration // 0: queued output may wait forever
 	// resetOnWTimeout: a write timeout resets rather than closes.
 	resetOnWTimeout bool
-	sendfile bool          // file segments go out with sendfile(2), else pread into pool buffers
-	maxChunk int           // file bytes sent per readiness event at most; 0: no bound
-	closeErr error         // OnClose error once a graceful close completes
-	failErr  error         // a write failed; the loop closes the conn after the callback
+	sendfile        bool  // file segments go out with sendfile(2), else pread into pool buffers
+	maxChunk        int   // file bytes sent per readiness event at most; 0: no bound
+	closeErr        error // OnClose error once a graceful close completes
+	failErr         error // a write failed; the loop closes the conn after the callback
 
 	ctx         any
 	remote      netip.AddrPort
