@@ -43,10 +43,11 @@ type conn struct {
 	wtimeout time.Duration // 0: queued output may wait forever
 	// resetOnWTimeout: a write timeout resets rather than closes.
 	resetOnWTimeout bool
-	sendfile        bool  // file segments go out with sendfile(2), else pread into pool buffers
-	maxChunk        int   // file bytes sent per readiness event at most; 0: no bound
-	closeErr        error // OnClose error once a graceful close completes
-	failErr         error // a write failed; the loop closes the conn after the callback
+	sendfile        bool       // file segments go out with sendfile(2), else pread into pool buffers
+	maxChunk        int        // file bytes sent per readiness event at most; 0: no bound
+	rl              *rateLimit // SetRateLimit's; nil: no limit
+	closeErr        error      // OnClose error once a graceful close completes
+	failErr         error      // a write failed; the loop closes the conn after the callback
 
 	ctx         any
 	remote      netip.AddrPort
@@ -88,7 +89,7 @@ func (c *conn) wantEvents() uint32 {
 			ev = unix.EPOLLIN | unix.EPOLLRDHUP
 		}
 	}
-	if c.q.size > 0 {
+	if c.q.size > 0 && (c.rl == nil || !c.rl.delayed) {
 		ev |= unix.EPOLLOUT
 	}
 	return ev
@@ -209,6 +210,10 @@ func (c *conn) closeNow(err error) {
 	}
 	c.timer.Stop()
 	c.wtimer.Stop()
+	if c.rl != nil {
+		c.rl.timer.Stop()
+		c.rl = nil
+	}
 	c.q.release(l.pool)
 	l.table.unregister(c.fd)
 	// close(2) takes the fd out of the epoll set; no EPOLL_CTL_DEL (a system call
@@ -312,8 +317,8 @@ func (c *conn) SetWriteTimeout(d time.Duration) {
 	switch {
 	case d <= 0:
 		c.wtimer.Stop()
-	case c.q.size > 0 && !c.wtimer.Pending() && c.state != connClosed:
-		c.wtimer.Reset(d)
+	case c.state != connClosed:
+		c.armWriteTimeout()
 	}
 }
 

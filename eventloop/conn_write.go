@@ -18,7 +18,7 @@ func (c *conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	rest := p
-	if c.state == connOpen && c.q.size == 0 {
+	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
 		n, err := unix.Write(c.fd, p)
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("write: %w", err))
@@ -49,7 +49,7 @@ func (c *conn) Writev(bufs [][]byte) (int, error) {
 		return 0, nil
 	}
 	skip := 0
-	if c.state == connOpen && c.q.size == 0 {
+	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
 		n, err := gio.Writev(c.fd, bufs[:min(len(bufs), maxIovecs)])
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("writev: %w", err))
@@ -86,9 +86,7 @@ func (c *conn) writable() error {
 // output was queued.
 func (c *conn) queued() {
 	c.updateEvents()
-	if c.wtimeout > 0 && !c.wtimer.Pending() {
-		c.wtimer.Reset(c.wtimeout)
-	}
+	c.armWriteTimeout()
 	if !c.blocked && c.q.size > c.highWater() {
 		c.blocked = true
 		c.h.OnWriteBlocked(c)
@@ -114,6 +112,7 @@ func (c *conn) flush() error {
 	switch {
 	case c.q.size == 0:
 		c.wtimer.Stop()
+	case c.rl != nil && c.rl.delayed:
 	case c.q.size < before && c.wtimeout > 0:
 		c.wtimer.Reset(c.wtimeout) // progress: the timeout runs between two writes
 	}
@@ -130,6 +129,14 @@ func (c *conn) flush() error {
 // the queue empty, or maxChunk file bytes went out (the socket, still writable, is
 // reported again in the next round).
 func (c *conn) send() error {
+	if c.rl == nil {
+		return c.sendUpTo(math.MaxInt)
+	}
+	return c.sendLimited()
+}
+
+// sendUpTo is send for at most limit bytes of any kind.
+func (c *conn) sendUpTo(limit int) error {
 	l := c.loop
 	q := &c.q
 	budget := c.maxChunk
@@ -138,15 +145,17 @@ func (c *conn) send() error {
 	}
 	var err error
 loop:
-	for q.size > 0 {
+	for q.size > 0 && limit > 0 {
 		if head := &q.chunks[0]; head.file && head.r == head.w {
 			// The next bytes are in the file.
 			if budget == 0 {
 				break
 			}
+			budget = min(budget, limit)
 			if c.sendfile {
 				n, all, ferr := c.sendFile(head, budget)
 				budget -= n
+				limit -= n
 				if head.seg.off == head.seg.end {
 					q.pop(l.pool)
 				}
@@ -169,7 +178,13 @@ loop:
 		}
 		iov := q.iovecs(l.iov[:0], maxIovecs)
 		want := 0
-		for _, b := range iov {
+		for i, b := range iov {
+			if want+len(b) >= limit {
+				iov[i] = b[:limit-want]
+				iov = iov[:i+1]
+				want = limit
+				break
+			}
 			want += len(b)
 		}
 		n, werr := gio.Writev(c.fd, iov)
@@ -184,6 +199,7 @@ loop:
 			break loop
 		}
 		q.consume(n, l.pool)
+		limit -= n
 		if n < want {
 			break
 		}

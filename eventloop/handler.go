@@ -93,6 +93,11 @@ type Conn interface {
 	// what is queued, so the kernel frees the socket's buffers at once: nginx's
 	// reset_timedout_connection.
 	Reset()
+	// SetRateLimit limits the rate output goes out at from now on, nginx's
+	// limit_rate: after bytes at once, then rate bytes per second with one second's
+	// worth in advance (nginx's formula); the queue holds the rest, so the
+	// watermarks push back on what feeds it. rate <= 0 lifts the limit.
+	SetRateLimit(rate, after int64)
 	// SetWriteWatermarks gives this connection its own watermarks: OnWriteBlocked
 	// once more than high bytes are queued, OnWritable once at most low are (low is
 	// capped at high-1, at least 0). high <= 0 restores the loop's

@@ -147,7 +147,7 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	if c.state != connOpen || c.q.size > 0 {
+	if c.state != connOpen || c.q.size > 0 || c.rl != nil {
 		dup, err := dupFile(fd)
 		if err != nil {
 			c.fail(err) // what was queued before cannot be followed

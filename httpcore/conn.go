@@ -62,10 +62,13 @@ type conn struct {
 	// ownWatermarks: the connection has a content handler's watermarks until the
 	// response ends (SetWriteWatermarks).
 	ownWatermarks bool
-	keepAlive     bool
-	srvConf       *LocConf  // the server's config (the default server's until a request names one)
-	lcf           *LocConf  // the location's config, else srvConf
-	lingerUntil   time.Time // csDiscard, csLinger: the end of lingering_time
+	// rateLimited: the connection's output has a rate limit (limit_rate), lifted or
+	// replaced when the next response starts.
+	rateLimited bool
+	keepAlive   bool
+	srvConf     *LocConf  // the server's config (the default server's until a request names one)
+	lcf         *LocConf  // the location's config, else srvConf
+	lingerUntil time.Time // csDiscard, csLinger: the end of lingering_time
 
 	*Request // nil while idle
 }
@@ -263,6 +266,7 @@ func (c *conn) begin() {
 	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
+	r.limitRate, r.limitRateSet = 0, false
 	r.srv, r.loc, r.prefix = nil, nil, ""
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf

@@ -185,6 +185,65 @@ func (r *Request) writeHeader() {
 	b = append(b, "\r\n"...)
 	c.w.scratch = b[:0]
 	r.head = b
+	if r.limitRateSet || c.lcf.LimitRate != nil || c.rateLimited {
+		r.applyLimitRate()
+	}
+}
+
+// applyLimitRate sets (or lifts) the connection's rate limit for this response:
+// SetLimitRate's value, else limit_rate's, evaluated when the head goes out as
+// nginx evaluates it at the first write.
+func (r *Request) applyLimitRate() {
+	c := r.c
+	if !r.limitRateSet {
+		r.limitRate, r.limitRateSet = r.evalSize(c.lcf.LimitRate), true
+	}
+	if r.limitRate <= 0 && !c.rateLimited {
+		return
+	}
+	c.rateLimited = r.limitRate > 0
+	c.conn.SetRateLimit(r.limitRate, r.evalSize(c.lcf.LimitRateAfter))
+}
+
+// SetLimitRate sets the response's rate limit (bytes per second, 0 for none) in
+// place of limit_rate, before its head is sent: an upstream's X-Accel-Limit-Rate.
+func (r *Request) SetLimitRate(n int64) { r.limitRate, r.limitRateSet = max(n, 0), true }
+
+// evalSize is a size template's value, 0 for none or one that is no size.
+func (r *Request) evalSize(t *Template) int64 {
+	if t == nil {
+		return 0
+	}
+	b := t.Append(r.c.w.sizeBuf[:0], r)
+	r.c.w.sizeBuf = b[:0]
+	return parseSize(b)
+}
+
+// parseSize reads a size as nginx's ngx_parse_size (digits and k, m or g); -1 for
+// anything else.
+func parseSize(b []byte) int64 {
+	mult := int64(1)
+	if n := len(b); n > 0 {
+		switch b[n-1] | 0x20 {
+		case 'k':
+			mult, b = 1<<10, b[:n-1]
+		case 'm':
+			mult, b = 1<<20, b[:n-1]
+		case 'g':
+			mult, b = 1<<30, b[:n-1]
+		}
+	}
+	if len(b) == 0 || len(b) > 15 {
+		return -1
+	}
+	var v int64
+	for _, d := range b {
+		if d < '0' || d > '9' {
+			return -1
+		}
+		v = v*10 + int64(d-'0')
+	}
+	return v * mult
 }
 
 // appendConnection adds the Connection header (and Keep-Alive: timeout=N when

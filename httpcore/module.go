@@ -101,6 +101,12 @@ func directives() []conf.Directive {
 		{Name: "postpone_output", Contexts: hsl, Args: conf.Args1, Set: setPostponeOutput, NoEffect: true,
 			Syntax: "postpone_output size;", Default: "1460",
 			Doc: "nginx holds back body bytes until this many are ready; numaproxy writes what a handler passes on at once, the head together with the first body bytes, so there is nothing to hold back."},
+		{Name: "limit_rate", Contexts: hsl, Args: conf.Args1, Set: setRateTemplate(func(c *LocConf) **Template { return &c.LimitRate }, bitLimitRate),
+			Syntax: "limit_rate rate;", Default: "0",
+			Doc: "Bytes per second a response goes out at (a size, or variables that make one; 0: no limit), counted from the response's start with one second's worth in advance, as nginx. An upstream's X-Accel-Limit-Rate overrides it for its response."},
+		{Name: "limit_rate_after", Contexts: hsl, Args: conf.Args1, Set: setRateTemplate(func(c *LocConf) **Template { return &c.LimitRateAfter }, bitLimitRateAfter),
+			Syntax: "limit_rate_after size;", Default: "0",
+			Doc: "Bytes of a response that go out before limit_rate applies (a size, or variables that make one)."},
 		{Name: "fastcgi_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: checkTempPath, NoEffect: true,
 			Syntax: "fastcgi_temp_path path [level1 [level2 [level3]]];", Default: "fastcgi_temp",
 			Doc: "numaproxy has no FastCGI module, so nothing is ever written there; the path and levels are checked."},
@@ -141,6 +147,8 @@ type LocConf struct {
 	ChunkedEncoding      bool            // chunked_transfer_encoding
 	KeepaliveDisable     KeepaliveBrowse // keepalive_disable
 	ResetTimedout        bool            // reset_timedout_connection
+	LimitRate            *Template       // nil: no limit_rate
+	LimitRateAfter       *Template       // nil: 0
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
@@ -180,6 +188,8 @@ const (
 	bitChunkedEncoding
 	bitKeepaliveDisable
 	bitResetTimedout
+	bitLimitRate
+	bitLimitRateAfter
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -272,6 +282,8 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitChunkedEncoding, Take: func(c, p *LocConf) { c.ChunkedEncoding = p.ChunkedEncoding }},
 	{Bit: bitKeepaliveDisable, Take: func(c, p *LocConf) { c.KeepaliveDisable = p.KeepaliveDisable }},
 	{Bit: bitResetTimedout, Take: func(c, p *LocConf) { c.ResetTimedout = p.ResetTimedout }},
+	{Bit: bitLimitRate, Take: func(c, p *LocConf) { c.LimitRate = p.LimitRate }},
+	{Bit: bitLimitRateAfter, Take: func(c, p *LocConf) { c.LimitRateAfter = p.LimitRateAfter }},
 }
 
 // HTTPConf is the core's config of the http block.
@@ -463,6 +475,34 @@ func setKeepaliveDisable(c *conf.Cursor, s *conf.Stmt) error {
 	lc.KeepaliveDisable = v
 	lc.set |= bitKeepaliveDisable
 	return nil
+}
+
+// setRateTemplate reads a size that may be built from variables (nginx's
+// ngx_http_set_complex_value_size_slot); a constant is checked here, and "0" is no
+// template at all.
+func setRateTemplate(field func(*LocConf) **Template, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		t, err := CompileTemplate(c, s.Args[0].Value)
+		if err != nil {
+			return s.Errorf("%v", err)
+		}
+		if t.Uses("limit_rate") {
+			return s.InvalidValue(s.Args[0], "$limit_rate is this directive's own value")
+		}
+		if t.Static() {
+			n, err := conf.ParseSize(s.Args[0].Value)
+			if err != nil {
+				return s.InvalidValue(s.Args[0], "")
+			}
+			if n == 0 {
+				t = nil
+			}
+		}
+		lc := locConf(c)
+		*field(lc) = t
+		lc.set |= bit
+		return nil
+	}
 }
 
 // setPostponeOutput checks the size (see the directive: no effect).

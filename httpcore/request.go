@@ -43,6 +43,8 @@ type Request struct {
 	logged        bool   // the log phase ran
 	done          bool   // finished: the connection went on (or is going) to the next request
 	headerSent    bool
+	limitRate     int64 // SetLimitRate's, when limitRateSet
+	limitRateSet  bool
 
 	body          BodyKind
 	contentLength int64    // the body's length (Content-Length, or a body read whole)

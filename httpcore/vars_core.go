@@ -33,6 +33,14 @@ var coreVariables = []Variable{
 		return append(dst, argValue(q, name)...)
 	}},
 	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.remote.Addr().AppendTo(dst) }},
+	{Name: "limit_rate", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx: the response's rate once set, else limit_rate's value.
+		n := r.limitRate
+		if !r.limitRateSet {
+			n = max(r.evalSize(r.c.lcf.LimitRate), 0)
+		}
+		return strconv.AppendInt(dst, n, 10)
+	}},
 	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendUint(dst, uint64(r.c.remote.Port()), 10)
 	}},

@@ -30,6 +30,7 @@ type Worker struct {
 	freeRequests []*Request // request states idle connections gave back, for reuse
 
 	scratch  []byte // builds response heads; reused, never retained
+	sizeBuf  []byte // evaluates size templates (limit_rate); reused
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string

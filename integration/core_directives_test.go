@@ -3,8 +3,10 @@ package integration
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,4 +222,81 @@ func endOfConn(t *testing.T, addr, req string) error {
 		t.Fatalf("%s: the connection stayed open", addr)
 	}
 	return err
+}
+
+// TestLimitRate: limit_rate paces a response after one second's worth in advance
+// (and after limit_rate_after bytes), with a constant, with variables, and from an
+// upstream's X-Accel-Limit-Rate unless proxy_ignore_headers names it; nginx takes
+// as long on the same cases (run side by side, at the same time).
+func TestLimitRate(t *testing.T) {
+	const size = 256 << 10
+	body := strings.Repeat("x", size)
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if rate := r.URL.Query().Get("accel"); rate != "" {
+			w.Header().Set("X-Accel-Limit-Rate", rate)
+		}
+		io.WriteString(w, body)
+	})
+	np, ng := pairWithNginx(t, func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /rate { limit_rate 64k; proxy_pass http://` + up.Addr + `; }
+    location /after { limit_rate 64k; limit_rate_after 128k; proxy_pass http://` + up.Addr + `; }
+    location /var { limit_rate $arg_r; proxy_pass http://` + up.Addr + `; }
+    location /accel { proxy_pass http://` + up.Addr + `; }
+    location /ignored { proxy_ignore_headers X-Accel-Limit-Rate; proxy_pass http://` + up.Addr + `; }
+    location /var_show { limit_rate 32k; return 200 "$limit_rate"; }
+  }`
+	})
+	cases := []struct {
+		path string
+		want time.Duration // (size - after - rate) / rate
+	}{
+		{"/rate", 3 * time.Second},
+		{"/after", time.Second},
+		{"/var?r=128k", time.Second},
+		{"/accel?accel=65536", 3 * time.Second},
+		{"/ignored?accel=65536", 0},
+	}
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	results := make([][2]chan result, len(cases))
+	for i, c := range cases {
+		for j, a := range []string{np, ng} {
+			ch := make(chan result, 1)
+			results[i][j] = ch
+			go func() {
+				began := time.Now()
+				resp, err := http.Get("http://" + a + c.path)
+				if err == nil {
+					var n int64
+					n, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && n != size {
+						err = fmt.Errorf("%d bytes", n)
+					}
+				}
+				ch <- result{time.Since(began), err}
+			}()
+		}
+	}
+	for i, c := range cases {
+		got, ngx := <-results[i][0], <-results[i][1]
+		if got.err != nil || ngx.err != nil {
+			t.Fatalf("%s: numaproxy %v, nginx %v", c.path, got.err, ngx.err)
+		}
+		lo, hi := c.want-c.want/4-100*time.Millisecond, c.want+c.want/2+700*time.Millisecond
+		if got.took < lo || got.took > hi {
+			t.Errorf("%s took %v on numaproxy (nginx %v), want about %v", c.path, got.took, ngx.took, c.want)
+		}
+		if ngx.took < lo-time.Second || ngx.took > hi+time.Second {
+			t.Logf("%s: nginx took %v", c.path, ngx.took)
+		}
+	}
+	if got := bodyAfterHead(t, np, "GET /var_show HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"); got != "32768" {
+		t.Errorf("$limit_rate = %q", got)
+	}
 }

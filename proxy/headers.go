@@ -44,6 +44,12 @@ func (ex *exchange) responseHeader() {
 				buffering = false
 			}
 		}
+		if lcf.IgnoreHeaders&IgnoreXAccelLimitRate == 0 && http1.EqualFold(name, "x-accel-limit-rate") {
+			// As nginx: a number of bytes per second for this response, 0 for none.
+			if n, ok := parseDecimal(value); ok {
+				r.SetLimitRate(n)
+			}
+		}
 		switch {
 		case upgrade && (http1.EqualFold(name, "upgrade") || http1.EqualFold(name, "connection")):
 			// A 101 carries its own Upgrade and Connection through.
@@ -149,4 +155,19 @@ func replacePrefix(h, value []byte, from, to string) ([]byte, bool) {
 	h = append(h, value[:at]...)
 	h = append(h, to...)
 	return append(h, value[at+len(from):]...), true
+}
+
+// parseDecimal reads a non-negative decimal number as nginx's ngx_atoi.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }

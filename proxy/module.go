@@ -110,7 +110,7 @@ func directives() []conf.Directive {
 			Doc: "on: a client that closes its connection once its request is sent does not end the upstream exchange; the response is read whole and dropped, and the upstream connection is kept alive if it can be."},
 		{Name: "proxy_ignore_headers", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setIgnoreHeaders,
 			Syntax: "proxy_ignore_headers field ...;",
-			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache), X-Accel-Charset (for charset conversion) and X-Accel-Limit-Rate are accepted and numaproxy never acts on them: it has no cache, charset conversion or rate limit yet."},
+			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering), X-Accel-Limit-Rate (else the response's limit_rate in bytes per second). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache) and X-Accel-Charset (for charset conversion) are accepted and numaproxy never acts on them: it has no cache or charset conversion yet."},
 	}
 }
 

@@ -621,6 +621,9 @@ func (c *Conn) SetWriteTimeout(d time.Duration) { c.raw.SetWriteTimeout(d) }
 // SetResetOnWriteTimeout implements eventloop.Conn.
 func (c *Conn) SetResetOnWriteTimeout(on bool) { c.raw.SetResetOnWriteTimeout(on) }
 
+// SetRateLimit implements eventloop.Conn (on the bytes on the wire).
+func (c *Conn) SetRateLimit(rate, after int64) { c.raw.SetRateLimit(rate, after) }
+
 // Reset implements eventloop.Conn: no close_notify, as nginx after a timeout.
 func (c *Conn) Reset() { c.raw.Reset() }
 
