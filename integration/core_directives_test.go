@@ -300,3 +300,75 @@ func TestLimitRate(t *testing.T) {
 		t.Errorf("$limit_rate = %q", got)
 	}
 }
+
+// TestProxyRequestBuffering: with proxy_request_buffering on (the default) the
+// upstream is not contacted until the whole body is in, gets it with its length
+// (a chunked upload too, and one larger than client_body_buffer_size, which went
+// through a temporary file), and a retry on the next server resends it; off, the
+// body streams and a chunked upload stays chunked. nginx is run alongside.
+func TestProxyRequestBuffering(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "len=%d te=%v", r.ContentLength, r.TransferEncoding)
+	})
+	dead := addrFor(t) // nothing listens: connection refused, the next server is tried
+	conf := func(addr string) string {
+		return `
+  upstream pair { server ` + dead + `; server ` + be.Addr + `; }
+  client_body_buffer_size 8k;
+  client_max_body_size 10m;
+  server {
+    listen ` + addr + `;
+    location / { proxy_pass http://pair; proxy_http_version 1.1; }
+    location /stream { proxy_pass http://` + be.Addr + `; proxy_http_version 1.1; proxy_request_buffering off; }
+  }`
+	}
+	np, ng := pairWithNginx(t, conf)
+	big := strings.Repeat("0123456789abcdef", 4096) // 64 KiB: beyond the buffer
+	chunked := func(body string) string {
+		return fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	}
+	for _, c := range []struct {
+		name, req, want string
+	}{
+		{"length", "PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", "len=5 te=[]"},
+		{"chunked", "PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked("hello"), "len=5 te=[]"},
+		{"large chunked", "PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked(big), "len=65536 te=[]"},
+	} {
+		for _, a := range []string{np, ng} {
+			be.reset()
+			if got := bodyAfterHead(t, a, c.req); got != c.want {
+				t.Errorf("%s on %s: %q, want %q", c.name, a, got, c.want)
+			}
+			if c.name == "large chunked" {
+				if s := be.last(t); s.Body != big {
+					t.Errorf("%s on %s: the upstream got %d bytes", c.name, a, len(s.Body))
+				}
+			}
+		}
+	}
+	// Off: a chunked body that comes after the head streams, chunked. (nginx sends
+	// one that came whole with the head with its length.)
+	for _, a := range []string{np, ng} {
+		cl := newClient(t, a)
+		cl.send("PUT /stream HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+		time.Sleep(100 * time.Millisecond)
+		cl.send(chunked("hello"))
+		if resp, body := cl.read("PUT"); resp.StatusCode != 200 || body != "len=-1 te=[chunked]" {
+			t.Errorf("streamed on %s: %d %q", a, resp.StatusCode, body)
+		}
+	}
+	// On, half a body: no upstream request yet; the rest: one, whole.
+	for _, a := range []string{np, ng} {
+		be.reset()
+		cl := newClient(t, a)
+		cl.send("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n01234")
+		time.Sleep(300 * time.Millisecond)
+		if n := be.count(); n != 0 {
+			t.Errorf("%s: %d upstream requests before the body was in", a, n)
+		}
+		cl.send("56789")
+		if resp, body := cl.read("PUT"); resp.StatusCode != 200 || body != "len=10 te=[]" {
+			t.Errorf("%s: %d %q", a, resp.StatusCode, body)
+		}
+	}
+}

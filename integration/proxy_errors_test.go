@@ -348,7 +348,7 @@ func TestProxyClientLimits(t *testing.T) {
     client_body_timeout 300ms;
     send_timeout 300ms;
     location / { proxy_pass http://`+be.Addr+`; proxy_http_version 1.1; }
-    location /hold { proxy_pass http://`+slowReader.Addr+`; proxy_http_version 1.1; }
+    location /hold { proxy_pass http://`+slowReader.Addr+`; proxy_http_version 1.1; proxy_request_buffering off; }
   }`, addr)
 
 	t.Run("client_max_body_size", func(t *testing.T) {
@@ -403,7 +403,7 @@ func TestProxySendTimeout(t *testing.T) {
   server {
     listen `+addr+`;
     client_max_body_size 0;
-    location / { proxy_pass http://`+stuck.Addr+`; proxy_http_version 1.1; proxy_send_timeout 300ms; }
+    location / { proxy_pass http://`+stuck.Addr+`; proxy_http_version 1.1; proxy_send_timeout 300ms; proxy_request_buffering off; }
   }`, addr)
 	cl := newClient(t, addr)
 	const size = 256 << 20

@@ -63,6 +63,7 @@ func TestProxyFraming(t *testing.T) {
   server {
     listen `+addr+`;
     client_max_body_size 10m;
+    proxy_request_buffering off; # the body streams, framed afresh
     location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection ""; }
     location /raw10 { proxy_pass http://`+raw10.Addr+`; }
     location /raw11 { proxy_pass http://`+raw11.Addr+`; proxy_http_version 1.1; }
@@ -240,7 +241,7 @@ func TestProxyCurl(t *testing.T) {
 	startHTTP(t, `
   server {
     listen `+addr+`;
-    location / { proxy_pass http://`+be.Addr+`; proxy_http_version 1.1; }
+    location / { proxy_pass http://`+be.Addr+`; proxy_http_version 1.1; proxy_request_buffering off; }
   }`, addr)
 	cmd := exec.Command(curl, "-sS", "-i", "-H", "Transfer-Encoding: chunked", "--data-binary", "@-", "http://"+addr+"/upload?x=1")
 	cmd.Stdin = strings.NewReader(strings.Repeat("curl data ", 10000))

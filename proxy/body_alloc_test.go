@@ -76,7 +76,7 @@ func TestChunkedUploadAllocs(t *testing.T) {
   server {
     listen `+addr+`;
     keepalive_requests 100000;
-    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_request_buffering off; }
   }`)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -35,11 +35,13 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	r.SetPending(ex)
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
-	if ex.chunkedBody && (lc.HTTPMinor == 0 || !lc.PassRequestBody) {
-		// An HTTP/1.0 server takes no chunked body: as nginx does (it buffers request
-		// bodies), read the whole body first, in memory up to client_body_buffer_size
-		// and in a temp file beyond, then send it with its length. A body not passed
-		// on is read whole to count it: nginx sends its length all the same.
+	bufferAll := kind != httpcore.BodyNone && lc.RequestBuffering && lc.PassRequestBody
+	if bufferAll || ex.chunkedBody && (lc.HTTPMinor == 0 || !lc.PassRequestBody) {
+		// proxy_request_buffering on, and always for a chunked body to an HTTP/1.0
+		// server, which takes none: read the whole body first, in memory up to
+		// client_body_buffer_size and in a temp file beyond, then send it with its
+		// length. A body not passed on is read whole to count it: nginx sends its
+		// length all the same.
 		ex.buffered = true
 		mode := httpcore.BufferBody
 		if !lc.PassRequestBody {

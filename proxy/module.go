@@ -75,6 +75,9 @@ func directives() []conf.Directive {
 		{Name: "proxy_buffering", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Buffering }, bitBuffering),
 			Syntax: "proxy_buffering on | off;", Default: "on",
 			Doc: "on: read the upstream response ahead of a slow client up to the loop's write buffer; off: read only as fast as the client takes it. Memory stays bounded either way. An upstream's X-Accel-Buffering: yes|no overrides it for its response (unless proxy_ignore_headers names it)."},
+		{Name: "proxy_request_buffering", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RequestBuffering }, bitRequestBuffering),
+			Syntax: "proxy_request_buffering on | off;", Default: "on",
+			Doc: "on: the whole request body is read (in memory up to client_body_buffer_size, beyond it in a temporary file under client_body_temp_path) before the upstream is chosen and sent the request with its length, so a retry resends it; off: the body streams to the upstream as it arrives (chunked from a chunked client with proxy_http_version 1.1)."},
 		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
 			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
 			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
@@ -129,9 +132,10 @@ type LocConf struct {
 	NextUpstreamTries   int
 	NextUpstreamTimeout time.Duration
 
-	Buffering       bool
-	Redirects       []Redirect // nil with proxy_redirect off
-	redirectDefault bool
+	Buffering        bool
+	RequestBuffering bool       // proxy_request_buffering
+	Redirects        []Redirect // nil with proxy_redirect off
+	redirectDefault  bool
 
 	InterceptErrors    bool
 	BufferSize         int                // proxy_buffer_size: the largest upstream response head
@@ -162,6 +166,7 @@ const (
 	bitNextTries
 	bitNextTimeout
 	bitBuffering
+	bitRequestBuffering
 	bitRedirect
 	bitInterceptErrors
 	bitBufferSize
@@ -257,6 +262,7 @@ func defaults() LocConf {
 		SendTimeout:        60 * time.Second,
 		NextUpstream:       NextError | NextTimeout,
 		Buffering:          true,
+		RequestBuffering:   true,
 		redirectDefault:    true,
 		BufferSize:         os.Getpagesize(), // nginx's one page
 		PassRequestBody:    true,
@@ -287,6 +293,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitNextTries, Take: func(c, p *LocConf) { c.NextUpstreamTries = p.NextUpstreamTries }},
 	{Bit: bitNextTimeout, Take: func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
 	{Bit: bitBuffering, Take: func(c, p *LocConf) { c.Buffering = p.Buffering }},
+	{Bit: bitRequestBuffering, Take: func(c, p *LocConf) { c.RequestBuffering = p.RequestBuffering }},
 	{Bit: bitRedirect, Take: func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
 	{Bit: bitInterceptErrors, Take: func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
 	{Bit: bitBufferSize, Take: func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
