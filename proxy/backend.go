@@ -47,6 +47,7 @@ type exchange struct {
 	g     *upstream.Group
 	bal   *upstream.Balancer
 	state exState
+	vt    *varTarget // proxy_pass with variables; kept across requests
 
 	peer      *upstream.Peer
 	conn      eventloop.Conn
@@ -857,6 +858,9 @@ func (ex *exchange) Abort() {
 // keep the request in a local first.
 func (ex *exchange) end() {
 	ex.state = exDone
+	if ex.vt != nil {
+		ex.vt.query.Cancel()
+	}
 	ex.dropConn()
 	ex.release()
 	if ex.r.Pending() == httpcore.Pending(ex) {

@@ -30,9 +30,32 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 		r.SetCtx(key, ex)
 	}
 	st := r.Worker().State(key).(*loopState)
-	*ex = exchange{r: r, lc: lc, st: st, g: lc.Pass.Group, bal: st.balancer(lc.Pass.Group), firstTry: time.Now()}
-	ex.resp.HeadRequest = r.IsHEAD()
+	vt := ex.vt
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt}
 	r.SetPending(ex)
+	if lc.Pass.Value == nil {
+		ex.g, ex.bal = lc.Pass.Group, st.balancer(lc.Pass.Group)
+	} else {
+		if ex.vt == nil {
+			ex.vt = &varTarget{}
+		}
+		if status := ex.selectTarget(); status != 0 {
+			ex.end()
+			return status
+		}
+		if ex.g == nil {
+			return httpcore.Done // the name is being looked up: Resolved goes on
+		}
+	}
+	ex.begin()
+	return httpcore.Done
+}
+
+// begin sends the request to the exchange's group, now known, reading its body
+// as it goes or whole first.
+func (ex *exchange) begin() {
+	r, lc := ex.r, ex.lc
+	ex.resp.HeadRequest = r.IsHEAD()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
 	if ex.chunkedBody && (lc.HTTPMinor == 0 || !lc.PassRequestBody) {
@@ -46,13 +69,12 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 			mode = httpcore.CountBody
 		}
 		r.ReadBody(ex, mode)
-		return httpcore.Done
+		return
 	}
 	if !ex.start() {
-		return httpcore.Done
+		return
 	}
 	r.ReadBody(ex, httpcore.StreamBody)
-	return httpcore.Done
 }
 
 // start builds the upstream request head and connects; false when it answered the
@@ -107,6 +129,7 @@ func (ex *exchange) BodyEnd() {
 type snapState struct {
 	groups   *upstream.Groups
 	hashKeys map[*upstream.Group]*httpcore.Template // hash KEY, compiled
+	targets  map[string]*upstream.Group             // for proxy_pass with variables (targetKeys)
 }
 
 func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(*snapState) }
@@ -114,6 +137,7 @@ func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(
 // initModule compiles the snapshot's upstream groups for the loops.
 func initModule(s *httpcore.Setup) error {
 	st := &snapState{groups: upstream.GroupsOf(s.Config), hashKeys: map[*upstream.Group]*httpcore.Template{}}
+	st.targets = targetKeys(st.groups)
 	for _, g := range st.groups.List {
 		if g.Method == upstream.Hash || g.Method == upstream.HashConsistent {
 			t, err := s.Variables().Compile(g.HashKey)
@@ -134,6 +158,7 @@ type loopState struct {
 	log       *slog.Logger
 	backends  backendHandler
 	balancers map[*upstream.Group]*upstream.Balancer
+	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	freeIdle  []*idleConn                    // recycled idleConn structs
 	scratch   []byte                         // builds values; reused, never retained
@@ -143,6 +168,7 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 	return &loopState{
 		w: w, log: w.Log(),
 		balancers: map[*upstream.Group]*upstream.Balancer{},
+		dyn:       map[string]*dynGroup{},
 		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 4<<10),
 	}
@@ -166,6 +192,7 @@ func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	for g := range st.balancers {
 		delete(st.balancers, g) // new groups, new per-loop state
 	}
+	clear(st.dyn)
 }
 
 func (st *loopState) pool() eventloop.BufferPool { return st.w.Loop().Pool() }
@@ -187,6 +214,9 @@ var variables = []httpcore.Variable{
 		ex := running(r)
 		if ex == nil {
 			return dst
+		}
+		if ex.lc.Pass.Value != nil {
+			return append(dst, ex.vt.hostHeader...)
 		}
 		if ex.lc.Pass.Unix {
 			return append(dst, "localhost"...) // as nginx for a unix-domain socket

@@ -162,3 +162,25 @@ func (p *Peer) AppendAddr(dst []byte) []byte {
 
 // String is AppendAddr's text, for logs.
 func (p *Peer) String() string { return string(p.AppendAddr(nil)) }
+
+// NewAddrGroup makes the group of a proxy_pass target found for a request (its
+// URL made of variables, its name resolved at run time; nginx's
+// ngx_http_upstream_create_round_robin_peer): one peer per address, weight 1,
+// tried in turn by proxy_next_upstream. As nginx, whose peers of such a target
+// live for one request, a failure does not mark a peer down for the next
+// requests (max_fails=0). unixPath makes it one unix-domain peer. name is the
+// "host:port" as evaluated.
+func NewAddrGroup(name string, addrs []netip.AddrPort, unixPath string) *Group {
+	g := &Group{Name: name, Implicit: true, KeepaliveTimeout: 60 * time.Second, KeepaliveRequests: 1000}
+	if unixPath != "" {
+		addrs = []netip.AddrPort{{}}
+	}
+	for _, a := range addrs {
+		g.Peers = append(g.Peers, &Peer{Addr: a, Unix: unixPath, PeerConfig: PeerConfig{Name: name, Weight: 1, FailTimeout: 10 * time.Second}})
+	}
+	if len(g.Peers) > maxPeers {
+		g.Peers = g.Peers[:maxPeers]
+	}
+	_ = g.finish() // cannot fail: primary peers only, at most maxPeers
+	return g
+}
