@@ -1,0 +1,246 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/numaproxy/numaproxy/internal/dnstest"
+)
+
+// echoOn is an upstream on ip:port (port 0: any) that answers with its own
+// address, the request-target and Host it got, as "addr uri host".
+func echoOn(t *testing.T, ip string, port int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s %s", ln.Addr(), r.RequestURI, r.Host)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestResolverProxyPassVariablesVsNginx runs the same http block through numaproxy
+// and Debian's nginx: proxy_pass made of variables to a name the test's DNS server
+// answers, to an upstream block, to an IP address, with a URI in the variable, and
+// the failures (unknown name, server failure, no resolver, a bad port). Status,
+// the upstream that answered, the URI and Host it got, and the error log's line
+// must be nginx's.
+func TestResolverProxyPassVariablesVsNginx(t *testing.T) {
+	port := freePort(t)
+	p := strconv.Itoa(port)
+	b1 := echoOn(t, "127.0.0.1", port)
+	b2 := echoOn(t, "127.0.0.2", port)
+	blk := echoOn(t, "127.0.0.1", 0)
+	ns := dnstest.Start(t)
+	ns.Set("app.test", 300, "127.0.0.1")
+	ns.Set("two.test", 300, "127.0.0.2")
+	ns.Fail("broken.test", dns.RcodeServerFailure)
+	body := func(listen string) string {
+		return `
+  upstream block { server ` + blk + `; }
+  server {
+    listen ` + listen + `;
+    resolver ` + ns.Addr() + ` ipv6=off;
+    location / { proxy_pass http://$http_x_backend; }
+    location /arg/ { proxy_pass http://$arg_to; }
+    location /full/ { proxy_pass http://$http_x_backend$request_uri; }
+    location /fixed/ { proxy_pass http://$http_x_backend/fixed/; }
+    location /bare/ { proxy_pass http://$http_x_backend?only; }
+    location /host/ { proxy_set_header Host $host; proxy_pass http://$http_x_backend; }
+    location /nores/ { resolver_timeout 2s; proxy_pass http://$http_x_backend; }
+  }
+  server {
+    listen ` + listen + `;
+    server_name noresolver;
+    location / { proxy_pass http://$http_x_backend; }
+  }`
+	}
+	ours, theirs := addrFor(t), addrFor(t)
+	in := startHTTP(t, body(ours), ours)
+	ng := startNginx(t, body(theirs), theirs)
+	c := keepAliveClient(nil)
+	for _, tc := range []struct {
+		target, backend, host string
+		status                int
+		body, log             string
+	}{
+		{"/a/b?c=d", "app.test:" + p, "", 200, b1 + " /a/b?c=d app.test:" + p, ""},
+		{"/a/%7E?x", "APP.TEST:" + p, "", 200, b1 + " /a/%7E?x APP.TEST:" + p, ""},
+		{"/x", "two.test:" + p, "", 200, b2 + " /x two.test:" + p, ""},
+		{"/x", "127.0.0.2:" + p, "", 200, b2 + " /x 127.0.0.2:" + p, ""},
+		{"/x", "block", "", 200, blk + " /x block", ""},
+		{"/x", "BLOCK", "", 200, blk + " /x BLOCK", ""},
+		{"/arg/x?to=app.test:" + p, "", "", 200, b1 + " /arg/x?to=app.test:" + p + " app.test:" + p, ""},
+		{"/full/y?z=1", "two.test:" + p, "", 200, b2 + " /full/y?z=1 two.test:" + p, ""},
+		{"/fixed/y?z=1", "two.test:" + p, "", 200, b2 + " /fixed/ two.test:" + p, ""},
+		{"/bare/y?z=1", "two.test:" + p, "", 200, b2 + " /?only two.test:" + p, ""},
+		{"/host/y", "two.test:" + p, "", 200, b2 + " /host/y " + "HOSTNAME", ""},
+		{"/x", "two.test:80", "", 502, "", ""}, // nothing listens on 127.0.0.2:80
+		{"/x", "nosuch.test:" + p, "", 502, "", "nosuch.test could not be resolved (3: Host not found)"},
+		{"/x", "broken.test:" + p, "", 502, "", "broken.test could not be resolved (2: Server failure)"},
+		{"/x", "app.test:" + p, "noresolver", 502, "", "no resolver defined to resolve app.test"},
+		{"/x", "127.0.0.1:" + p, "noresolver", 200, b1 + " /x 127.0.0.1:" + p, ""},
+		{"/x", "app.test:70000", "", 500, "", `invalid port in upstream "app.test:70000"`},
+		{"/x", "", "", 500, "", `invalid URL prefix in "http://"`},
+	} {
+		for _, side := range []struct {
+			name, addr string
+			log        func() string
+		}{
+			{"numaproxy", ours, func() string { d, _ := os.ReadFile(in.path("logs/error.log")); return string(d) }},
+			{"nginx", theirs, ng.errorLog},
+		} {
+			hdr := []string{"X-Backend", tc.backend}
+			host := tc.host
+			if host == "" {
+				host = "front.example"
+			}
+			hdr = append(hdr, "Host", host)
+			resp, got := get(t, c, "http://"+side.addr+tc.target, hdr...)
+			want := strings.ReplaceAll(tc.body, "HOSTNAME", host)
+			if resp.StatusCode != tc.status || (tc.status == 200 && got != want) {
+				t.Errorf("%s: %s via %q: %d %q, want %d %q", side.name, tc.target, tc.backend, resp.StatusCode, got, tc.status, want)
+			}
+			if tc.log != "" && !strings.Contains(side.log(), tc.log) {
+				t.Errorf("%s: %s via %q: no %q in the error log", side.name, tc.target, tc.backend, tc.log)
+			}
+		}
+	}
+}
+
+// TestResolverSilentServerVsNginx: a name server that never answers fails the
+// lookup after resolver_timeout with nginx's 502 and log line, and the loop serves
+// other requests meanwhile without waiting (measured).
+func TestResolverSilentServerVsNginx(t *testing.T) {
+	silent := dnstest.Start(t)
+	silent.Silent(true)
+	b := echoOn(t, "127.0.0.1", 0)
+	body := func(listen string) string {
+		return `
+  server {
+    listen ` + listen + `;
+    resolver ` + silent.Addr() + ` ipv6=off;
+    resolver_timeout 1s;
+    location / { proxy_pass http://$http_x_backend; }
+    location /other/ { proxy_pass http://` + b + `; }
+  }`
+	}
+	ours, theirs := addrFor(t), addrFor(t)
+	in := startHTTP(t, body(ours), ours)
+	ng := startNginx(t, body(theirs), theirs)
+	for _, side := range []struct {
+		name, addr string
+		log        func() string
+	}{
+		{"numaproxy", ours, func() string { d, _ := os.ReadFile(in.path("logs/error.log")); return string(d) }},
+		{"nginx", theirs, ng.errorLog},
+	} {
+		var worst atomic.Int64
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // other requests while the lookup waits
+			defer wg.Done()
+			c := keepAliveClient(nil)
+			for i := 0; i < 200; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				start := time.Now()
+				resp, _ := get(t, c, "http://"+side.addr+"/other/")
+				if resp.StatusCode != 200 {
+					t.Errorf("%s: other request %d", side.name, resp.StatusCode)
+				}
+				if d := int64(time.Since(start)); d > worst.Load() {
+					worst.Store(d)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		start := time.Now()
+		resp, _ := get(t, keepAliveClient(nil), "http://"+side.addr+"/", "X-Backend", "app.test:80")
+		took := time.Since(start)
+		close(done)
+		wg.Wait()
+		t.Logf("%s: %d after %v; slowest other request meanwhile %v", side.name, resp.StatusCode, took.Round(time.Millisecond), time.Duration(worst.Load()).Round(time.Microsecond))
+		if resp.StatusCode != 502 || took < 900*time.Millisecond || took > 4*time.Second {
+			t.Errorf("%s: %d after %v, want 502 after resolver_timeout 1s", side.name, resp.StatusCode, took)
+		}
+		if worst.Load() > int64(500*time.Millisecond) {
+			t.Errorf("%s: a request took %v while a lookup waited", side.name, time.Duration(worst.Load()))
+		}
+		if want := "app.test could not be resolved (110: Operation timed out)"; !strings.Contains(side.log(), want) {
+			t.Errorf("%s: no %q in the error log", side.name, want)
+		}
+	}
+}
+
+// TestResolverFollowsDNS: requests flow through proxy_pass http://$http_x_backend
+// while the test's DNS server moves the name from one upstream to another; the
+// proxy follows once the answer's TTL (1 s) has passed, without a reload and
+// without an error. The figures are printed.
+func TestResolverFollowsDNS(t *testing.T) {
+	port := freePort(t)
+	b1 := echoOn(t, "127.0.0.1", port)
+	b2 := echoOn(t, "127.0.0.2", port)
+	ns := dnstest.Start(t)
+	ns.Set("app.test", 1, "127.0.0.1")
+	addr := addrFor(t)
+	startHTTP(t, `
+  server {
+    listen `+addr+`;
+    resolver `+ns.Addr()+` ipv6=off;
+    location / { proxy_pass http://$http_x_backend; }
+  }`, addr)
+	c := keepAliveClient(nil)
+	backend := "app.test:" + strconv.Itoa(port)
+	var moved time.Time
+	counts := map[string]int{}
+	errors, queriesBefore := 0, 0
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+		if i == 100 {
+			queriesBefore = ns.Asked("app.test")
+			ns.Set("app.test", 1, "127.0.0.2")
+			moved = time.Now()
+		}
+		resp, body := get(t, c, "http://"+addr+"/", "X-Backend", backend)
+		if resp.StatusCode != 200 {
+			errors++
+			continue
+		}
+		from, _, _ := strings.Cut(body, " ")
+		counts[from]++
+		if from == b1 && !moved.IsZero() && time.Since(moved) > 3*time.Second {
+			t.Fatalf("still sent to %s %v after the move (TTL 1 s)", b1, time.Since(moved))
+		}
+		if from == b2 && counts[b2] >= 100 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("requests: %d to the old address, %d to the new, %d errors; %d questions for the name before the move (1 s TTL)", counts[b1], counts[b2], errors, queriesBefore)
+	if errors != 0 || counts[b1] < 100 || counts[b2] < 100 {
+		t.Errorf("old %d new %d errors %d", counts[b1], counts[b2], errors)
+	}
+	// Cached for its TTL: not a question per request.
+	if queriesBefore > 10 {
+		t.Errorf("%d questions for 100 requests within about a TTL", queriesBefore)
+	}
+}
