@@ -244,3 +244,142 @@ func TestResolverFollowsDNS(t *testing.T) {
 		t.Errorf("%d questions for 100 requests within about a TTL", queriesBefore)
 	}
 }
+
+// countingEcho is echoOn that also counts the connections it accepted and saw
+// closed, and answers /slow after a pause.
+type countingEcho struct {
+	addr           string
+	opened, closed atomic.Int64
+}
+
+func newCountingEcho(t *testing.T, ip string, port int) *countingEcho {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &countingEcho{addr: ln.Addr().String()}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			fmt.Fprintf(w, "%s %s %s", ln.Addr(), r.RequestURI, r.Host)
+		}),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				e.opened.Add(1)
+			case http.StateClosed:
+				e.closed.Add(1)
+			}
+		},
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return e
+}
+
+// TestResolverUpstreamResolve: nginx 1.27.3's server name resolve in an upstream
+// block with a zone. numaproxy starts although the name does not resolve yet and
+// answers 502 until it does; then requests flow while the DNS server moves the
+// name to another address: the group follows after the TTL without a reload and
+// without an error, a request in flight on the old address finishes there, and
+// the idle keep-alive connection to the old address is closed. The upstream's own
+// resolver is used (the http level's never answers). Figures are printed.
+func TestResolverUpstreamResolve(t *testing.T) {
+	port := freePort(t)
+	b1 := newCountingEcho(t, "127.0.0.1", port)
+	b2 := newCountingEcho(t, "127.0.0.2", port)
+	ns := dnstest.Start(t)
+	silent := dnstest.Start(t)
+	silent.Silent(true)
+	addr := addrFor(t)
+	in := startHTTP(t, `
+  resolver `+silent.Addr()+`;
+  upstream app {
+    zone app 64k;
+    resolver `+ns.Addr()+` ipv6=off valid=1s;
+    resolver_timeout 2s;
+    server app.test:`+strconv.Itoa(port)+` resolve;
+    keepalive 4;
+  }
+  server {
+    listen `+addr+`;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`, addr)
+	c := keepAliveClient(nil)
+
+	// Not resolvable at start: 502, then followed once it is (valid=1s caches the
+	// failure for a second).
+	resp, _ := get(t, c, "http://"+addr+"/")
+	if resp.StatusCode != 502 {
+		t.Fatalf("before the name exists: %d, want 502", resp.StatusCode)
+	}
+	in.waitLog("app.test could not be resolved (3: Host not found)")
+	ns.Set("app.test", 1, "127.0.0.1")
+	waitFor(t, "the name to resolve", 10*time.Second, func() bool {
+		resp, _ := get(t, c, "http://"+addr+"/")
+		return resp.StatusCode == 200
+	})
+
+	// A slow request on the old address while the name moves.
+	slow := make(chan string, 1)
+	go func() {
+		resp, body := get(t, keepAliveClient(nil), "http://"+addr+"/slow")
+		slow <- fmt.Sprint(resp.StatusCode, " ", body)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	ns.Set("app.test", 1, "127.0.0.2")
+	moved := time.Now()
+	counts := map[string]int{}
+	errs := 0
+	for i := 0; i < 2000 && time.Since(moved) < 10*time.Second; i++ {
+		resp, body := get(t, c, "http://"+addr+"/")
+		if resp.StatusCode != 200 {
+			errs++
+			continue
+		}
+		from, _, _ := strings.Cut(body, " ")
+		counts[from]++
+		if from == b1.addr && time.Since(moved) > 4*time.Second {
+			t.Fatalf("still sent to %s %v after the move (TTL 1 s)", b1.addr, time.Since(moved))
+		}
+		if from == b2.addr && counts[b2.addr] >= 50 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := <-slow
+	t.Logf("after the move: %d requests to the old address, %d to the new, %d errors; the one in flight: %s; old address connections %d opened %d closed",
+		counts[b1.addr], counts[b2.addr], errs, got, b1.opened.Load(), b1.closed.Load())
+	if errs != 0 || counts[b2.addr] < 50 {
+		t.Errorf("old %d new %d errors %d", counts[b1.addr], counts[b2.addr], errs)
+	}
+	if !strings.HasPrefix(got, "200 "+b1.addr+" /slow") {
+		t.Errorf("the request in flight got %q", got)
+	}
+	waitFor(t, "the old address's keep-alive connections to close", 5*time.Second, func() bool {
+		return b1.closed.Load() == b1.opened.Load()
+	})
+
+	// The name goes away: 502 (nginx removes the servers of a name that does not
+	// exist), until it comes back.
+	ns.Fail("app.test", dns.RcodeNameError)
+	waitFor(t, "502 once the name is gone", 10*time.Second, func() bool {
+		resp, _ := get(t, c, "http://"+addr+"/")
+		return resp.StatusCode == 502
+	})
+	ns.Set("app.test", 1, "127.0.0.1")
+	waitFor(t, "200 once the name is back", 10*time.Second, func() bool {
+		resp, body := get(t, c, "http://"+addr+"/")
+		return resp.StatusCode == 200 && strings.HasPrefix(body, b1.addr)
+	})
+	if n := silent.Asked("app.test"); n != 0 {
+		t.Errorf("the http level's resolver was asked %d times", n)
+	}
+}

@@ -34,7 +34,9 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt}
 	r.SetPending(ex)
 	if lc.Pass.Value == nil {
-		ex.g, ex.bal = lc.Pass.Group, st.balancer(lc.Pass.Group)
+		if !ex.useGroup(lc.Pass.Group) {
+			return httpcore.Done // the group's names are being looked up: begin follows
+		}
 	} else {
 		if ex.vt == nil {
 			ex.vt = &varTarget{}
@@ -44,7 +46,7 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 			return status
 		}
 		if ex.g == nil {
-			return httpcore.Done // the name is being looked up: Resolved goes on
+			return httpcore.Done // a name is being looked up: begin follows
 		}
 	}
 	ex.begin()
@@ -159,6 +161,7 @@ type loopState struct {
 	backends  backendHandler
 	balancers map[*upstream.Group]*upstream.Balancer
 	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
+	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	freeIdle  []*idleConn                    // recycled idleConn structs
 	scratch   []byte                         // builds values; reused, never retained
@@ -169,6 +172,7 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 		w: w, log: w.Log(),
 		balancers: map[*upstream.Group]*upstream.Balancer{},
 		dyn:       map[string]*dynGroup{},
+		live:      map[*upstream.Group]*liveGroup{},
 		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 4<<10),
 	}
@@ -178,10 +182,25 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 // gone.
 func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	keep := map[upstream.PeerKey]bool{}
+	names := map[string]bool{}
 	for _, g := range snap.State(key).(*snapState).groups.List {
 		for _, p := range append(append([]*upstream.Peer(nil), g.Peers...), g.Backup...) {
 			keep[p.Key()] = true
 		}
+		if len(g.Resolve) > 0 {
+			names[g.Name] = true
+		}
+	}
+	for g, lg := range st.live {
+		if names[g.Name] {
+			// The new snapshot's group looks the names up again (from this loop's
+			// resolver cache): its connections stay.
+			for _, p := range append(append([]*upstream.Peer(nil), lg.cur.Peers...), lg.cur.Backup...) {
+				keep[p.Key()] = true
+			}
+		}
+		lg.stop()
+		delete(st.live, g)
 	}
 	for addr, l := range st.idle {
 		if !keep[addr] {

@@ -85,7 +85,9 @@ func (ex *exchange) selectTarget() httpcore.Status {
 	// elsewhere to the same host and port, as nginx's search of its upstreams.
 	if unixPath == nil {
 		if g := ex.snapState().targetGroup(vt, port == nil); g != nil {
-			ex.g, ex.bal = g, ex.st.balancer(g)
+			if !ex.useGroup(g) {
+				ex.g = nil // begin follows the group's first lookups
+			}
 			return 0
 		}
 	}
