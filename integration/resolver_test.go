@@ -383,3 +383,62 @@ func TestResolverUpstreamResolve(t *testing.T) {
 		t.Errorf("the http level's resolver was asked %d times", n)
 	}
 }
+
+// TestResolverUpstreamReload: a reload under load keeps a group whose server
+// follows DNS answering: the new configuration's group finds the names in the
+// loop's resolver cache (no question to the DNS server within the TTL, no request
+// waits) and the keep-alive connections to its addresses stay.
+func TestResolverUpstreamReload(t *testing.T) {
+	b := newCountingEcho(t, "127.0.0.1", 0)
+	_, port, _ := net.SplitHostPort(b.addr)
+	ns := dnstest.Start(t)
+	ns.Set("app.test", 300, "127.0.0.1")
+	addr := addrFor(t)
+	body := func(header string) string {
+		return `
+  resolver ` + ns.Addr() + ` ipv6=off;
+  upstream app { zone app 64k; server app.test:` + port + ` resolve; keepalive 4; }
+  server {
+    listen ` + addr + `;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      add_header X-Config ` + header + `;
+    }
+  }`
+	}
+	in := startHTTP(t, body("one"), addr)
+	c := keepAliveClient(nil)
+	if resp, _ := get(t, c, "http://"+addr+"/"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	asked := ns.Asked("app.test")
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte("error_log logs/error.log info;\nworker_processes 1;\nevents { }\nhttp {\n"+body("two")+"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	errs, seenTwo := 0, false
+	for i := 0; i < 200; i++ {
+		resp, _ := get(t, c, "http://"+addr+"/")
+		if resp.StatusCode != 200 {
+			errs++
+		}
+		seenTwo = seenTwo || resp.Header.Get("X-Config") == "two"
+		if seenTwo && i > 50 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("errors %d; questions for the name before the reload %d, after %d; upstream connections opened %d", errs, asked, ns.Asked("app.test"), b.opened.Load())
+	if errs != 0 || !seenTwo {
+		t.Errorf("errors %d, new configuration seen %v", errs, seenTwo)
+	}
+	if ns.Asked("app.test") != asked {
+		t.Errorf("the name was asked again within its TTL: %d, then %d", asked, ns.Asked("app.test"))
+	}
+	if b.opened.Load() != 1 {
+		t.Errorf("%d upstream connections, want the one kept alive", b.opened.Load())
+	}
+}
