@@ -47,6 +47,9 @@ type exchange struct {
 	g     *upstream.Group
 	bal   *upstream.Balancer
 	state exState
+	vt    *varTarget // proxy_pass with variables; kept across requests
+	// waitingFor is the live group whose first lookups the request waits for.
+	waitingFor *liveGroup
 
 	peer      *upstream.Peer
 	conn      eventloop.Conn
@@ -173,7 +176,7 @@ func (ex *exchange) connect() bool {
 	for {
 		now := time.Now()
 		var key []byte
-		if t := ex.snapState().hashKeys[ex.g]; t != nil {
+		if t := ex.snapState().hashKeys[ex.g.Origin()]; t != nil {
 			key = t.Append(ex.st.scratch[:0], r)
 		}
 		p := ex.bal.Pick(now, key, r.RemoteAddr().Addr(), &ex.tried)
@@ -797,7 +800,7 @@ func unhex(c byte) byte {
 // that its response ended (clean: no stray bytes followed it).
 func (ex *exchange) cacheable(clean bool) bool {
 	return ex.conn != nil && clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 &&
-		!ex.bodyWithheld
+		!ex.bodyWithheld && ex.keepsConn(ex.peer.Key())
 }
 
 // complete ends a response that arrived whole: the upstream connection is cached
@@ -857,6 +860,12 @@ func (ex *exchange) Abort() {
 // keep the request in a local first.
 func (ex *exchange) end() {
 	ex.state = exDone
+	if ex.vt != nil {
+		ex.vt.query.Cancel()
+	}
+	if ex.waitingFor != nil {
+		ex.stopWaiting()
+	}
 	ex.dropConn()
 	ex.release()
 	if ex.r.Pending() == httpcore.Pending(ex) {

@@ -30,9 +30,34 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 		r.SetCtx(key, ex)
 	}
 	st := r.Worker().State(key).(*loopState)
-	*ex = exchange{r: r, lc: lc, st: st, g: lc.Pass.Group, bal: st.balancer(lc.Pass.Group), firstTry: time.Now()}
-	ex.resp.HeadRequest = r.IsHEAD()
+	vt := ex.vt
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt}
 	r.SetPending(ex)
+	if lc.Pass.Value == nil {
+		if !ex.useGroup(lc.Pass.Group) {
+			return httpcore.Done // the group's names are being looked up: begin follows
+		}
+	} else {
+		if ex.vt == nil {
+			ex.vt = &varTarget{}
+		}
+		if status := ex.selectTarget(); status != 0 {
+			ex.end()
+			return status
+		}
+		if ex.g == nil {
+			return httpcore.Done // a name is being looked up: begin follows
+		}
+	}
+	ex.begin()
+	return httpcore.Done
+}
+
+// begin sends the request to the exchange's group, now known, reading its body
+// as it goes or whole first.
+func (ex *exchange) begin() {
+	r, lc := ex.r, ex.lc
+	ex.resp.HeadRequest = r.IsHEAD()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
 	bufferAll := kind != httpcore.BodyNone && lc.RequestBuffering && lc.PassRequestBody
@@ -48,13 +73,12 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 			mode = httpcore.CountBody
 		}
 		r.ReadBody(ex, mode)
-		return httpcore.Done
+		return
 	}
 	if !ex.start() {
-		return httpcore.Done
+		return
 	}
 	r.ReadBody(ex, httpcore.StreamBody)
-	return httpcore.Done
 }
 
 // start builds the upstream request head and connects; false when it answered the
@@ -109,6 +133,7 @@ func (ex *exchange) BodyEnd() {
 type snapState struct {
 	groups   *upstream.Groups
 	hashKeys map[*upstream.Group]*httpcore.Template // hash KEY, compiled
+	targets  map[string]*upstream.Group             // for proxy_pass with variables (targetKeys)
 }
 
 func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(*snapState) }
@@ -116,6 +141,7 @@ func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(
 // initModule compiles the snapshot's upstream groups for the loops.
 func initModule(s *httpcore.Setup) error {
 	st := &snapState{groups: upstream.GroupsOf(s.Config), hashKeys: map[*upstream.Group]*httpcore.Template{}}
+	st.targets = targetKeys(st.groups)
 	for _, g := range st.groups.List {
 		if g.Method == upstream.Hash || g.Method == upstream.HashConsistent {
 			t, err := s.Variables().Compile(g.HashKey)
@@ -136,6 +162,8 @@ type loopState struct {
 	log       *slog.Logger
 	backends  backendHandler
 	balancers map[*upstream.Group]*upstream.Balancer
+	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
+	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	freeIdle  []*idleConn                    // recycled idleConn structs
 	scratch   []byte                         // builds values; reused, never retained
@@ -145,6 +173,8 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 	return &loopState{
 		w: w, log: w.Log(),
 		balancers: map[*upstream.Group]*upstream.Balancer{},
+		dyn:       map[string]*dynGroup{},
+		live:      map[*upstream.Group]*liveGroup{},
 		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 4<<10),
 	}
@@ -154,10 +184,25 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 // gone.
 func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	keep := map[upstream.PeerKey]bool{}
+	names := map[string]bool{}
 	for _, g := range snap.State(key).(*snapState).groups.List {
 		for _, p := range append(append([]*upstream.Peer(nil), g.Peers...), g.Backup...) {
 			keep[p.Key()] = true
 		}
+		if len(g.Resolve) > 0 {
+			names[g.Name] = true
+		}
+	}
+	for g, lg := range st.live {
+		if names[g.Name] {
+			// The new snapshot's group looks the names up again (from this loop's
+			// resolver cache): its connections stay.
+			for _, p := range append(append([]*upstream.Peer(nil), lg.cur.Peers...), lg.cur.Backup...) {
+				keep[p.Key()] = true
+			}
+		}
+		lg.stop()
+		delete(st.live, g)
 	}
 	for addr, l := range st.idle {
 		if !keep[addr] {
@@ -168,6 +213,7 @@ func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	for g := range st.balancers {
 		delete(st.balancers, g) // new groups, new per-loop state
 	}
+	clear(st.dyn)
 }
 
 func (st *loopState) pool() eventloop.BufferPool { return st.w.Loop().Pool() }
@@ -189,6 +235,9 @@ var variables = []httpcore.Variable{
 		ex := running(r)
 		if ex == nil {
 			return dst
+		}
+		if ex.lc.Pass.Value != nil {
+			return append(dst, ex.vt.hostHeader...)
 		}
 		if ex.lc.Pass.Unix {
 			return append(dst, "localhost"...) // as nginx for a unix-domain socket

@@ -37,7 +37,11 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 		h = append(h, req.Method()...)
 	}
 	h = append(h, ' ')
-	h = appendUpstreamURI(h, r, lcf.Pass)
+	if lcf.Pass.Value != nil && len(ex.vt.uri) > 0 {
+		h = append(h, ex.vt.uri...) // a URI made of variables is the whole URI, as nginx
+	} else {
+		h = appendUpstreamURI(h, r, lcf.Pass)
+	}
 	if lcf.HTTPMinor == 1 {
 		h = append(h, " HTTP/1.1\r\n"...)
 	} else {

@@ -28,6 +28,7 @@ type idleList struct {
 // instead. Cached connections are idle for the loop: Drain closes them at once, and
 // a loop short of connections or fds may close them (oldest idle first).
 func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int) {
+	g = g.Origin() // the versions of a group that follows DNS share its keepalive
 	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || st.w.Loop().Draining() {
 		conn.SetContext(nil)
 		conn.Close()

@@ -41,7 +41,7 @@ func directives() []conf.Directive {
 	return []conf.Directive{
 		{Name: "proxy_pass", Contexts: conf.LocationCtx, Args: conf.Args1, Set: setProxyPass,
 			Syntax: "proxy_pass http://upstream[:port][/uri] | http://unix:/path[:/uri];",
-			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it."},
+			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it. With variables the URL is made for each request: a host that names an upstream block (no port) uses it, an IP address is used as is, another name is looked up with the location's resolver (none: 502); a URI part, if any, is then the whole URI sent."},
 		{Name: "proxy_set_header", Contexts: hsl, Args: conf.Args2, Multi: true, Set: setProxySetHeader,
 			Syntax: "proxy_set_header field value;", Default: "Host $proxy_host; Connection close",
 			Doc: "Sets a request header sent upstream (variables allowed; an empty value removes it). A level that sets any replaces all inherited ones."},
@@ -191,6 +191,9 @@ type PassTarget struct {
 	Unix    bool // http://unix:/path[:/uri]: Host is "unix:/path"
 	Pos     conf.Pos
 	Group   *upstream.Group // resolved once the whole file is read (check)
+	// Value is a URL made of variables, evaluated for each request (target.go);
+	// then only URL and Pos are set.
+	Value *httpcore.Template
 }
 
 // HeaderSetting is one proxy_set_header.
@@ -364,7 +367,20 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 	}
 	url := s.Args[0].Value
 	if strings.Contains(url, "$") {
-		return s.InvalidValue(s.Args[0], "variables in proxy_pass are not supported")
+		// As nginx, a URL made of variables is checked when a request evaluates it
+		// (target.go), not here.
+		v, err := httpcore.CompileTemplate(c, url)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], err.Error())
+		}
+		if !v.Static() {
+			if err := httpcore.SetContentHandler(c, s, lc.content, true); err != nil {
+				return err
+			}
+			lc.Pass = &PassTarget{URL: url, Value: v, Pos: s.Pos}
+			lc.set |= bitPass
+			return nil
+		}
 	}
 	var rest string
 	switch {
@@ -489,6 +505,9 @@ func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
 		case "off":
 			lc.Redirects, lc.redirectDefault = nil, false
 		case "default":
+			if lc.Pass != nil && lc.Pass.Value != nil {
+				return s.Errorf("\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables")
+			}
 			lc.redirectDefault = true
 		default:
 			return s.InvalidValue(s.Args[0], `it must be "default", "off" or a pair`)
@@ -511,7 +530,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 	var walk func(locs []*conf.Location) error
 	walk = func(locs []*conf.Location) error {
 		for _, loc := range locs {
-			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil {
+			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil && lc.Pass.Value == nil {
 				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
 				if err != nil {
 					return &conf.Error{Pos: lc.Pass.Pos, Msg: err.Error(), Err: err}

@@ -10,11 +10,12 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
-var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, rewrite.Module, Module, headers.Module)
+var testRegistry = conf.MustRegistry(upstream.Module, httpcore.Module, resolver.Module, rewrite.Module, Module, headers.Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
@@ -127,18 +128,19 @@ func TestProxyPassForms(t *testing.T) {
 
 func TestModuleErrors(t *testing.T) {
 	tests := map[string]string{
-		"http { server { location ~ x {\nproxy_pass http://127.0.0.1:1/u;\n} } }":   `"proxy_pass" cannot have URI part in location given by regular expression in `,
-		"http { server { location / {\nproxy_pass ftp://x;\n} } }":                  `invalid value "ftp://x" in "proxy_pass" directive, invalid URL prefix`,
-		"http { server { location / {\nproxy_pass http://$host;\n} } }":             `variables in proxy_pass are not supported`,
-		"http { server { location / {\nproxy_pass http://nowhere.invalid;\n} } }":   `host not found in upstream "nowhere.invalid" in `,
-		"http { server {\nproxy_pass http://127.0.0.1:1;\n} }":                      `"proxy_pass" directive is not allowed here in `,
-		"http { server { location / {\nproxy_set_header X $nosuch;\n} } }":          `unknown "nosuch" variable`,
-		"http { server { location / {\nreturn 2000;\n} } }":                         `invalid value "2000" in "return" directive`,
-		"http { server { location / {\nerror_page 200 /x;\n} } }":                   `value must be between 300 and 599`,
-		"http { server { location / {\nproxy_http_version 2;\n} } }":                `invalid value "2" in "proxy_http_version" directive`,
-		"http { server { location / {\nproxy_next_upstream error sometimes;\n} } }": `invalid value "sometimes" in "proxy_next_upstream" directive`,
-		"http { server { location / {\nclient_header_timeout 1s;\n} } }":            `"client_header_timeout" directive is not allowed here`,
-		"http { server { location / {\nadd_header X y sometimes;\n} } }":            `invalid value "sometimes" in "add_header" directive`,
+		"http { server { location ~ x {\nproxy_pass http://127.0.0.1:1/u;\n} } }":                `"proxy_pass" cannot have URI part in location given by regular expression in `,
+		"http { server { location / {\nproxy_pass ftp://x;\n} } }":                               `invalid value "ftp://x" in "proxy_pass" directive, invalid URL prefix`,
+		"http { server { location / {\nproxy_pass http://$host;\nproxy_redirect default;\n} } }": `"proxy_redirect default" cannot be used with "proxy_pass" directive with variables in `,
+		"http { server { location / {\nproxy_pass http://$nosuch;\n} } }":                        `unknown "nosuch" variable`,
+		"http { server { location / {\nproxy_pass http://nowhere.invalid;\n} } }":                `host not found in upstream "nowhere.invalid" in `,
+		"http { server {\nproxy_pass http://127.0.0.1:1;\n} }":                                   `"proxy_pass" directive is not allowed here in `,
+		"http { server { location / {\nproxy_set_header X $nosuch;\n} } }":                       `unknown "nosuch" variable`,
+		"http { server { location / {\nreturn 2000;\n} } }":                                      `invalid value "2000" in "return" directive`,
+		"http { server { location / {\nerror_page 200 /x;\n} } }":                                `value must be between 300 and 599`,
+		"http { server { location / {\nproxy_http_version 2;\n} } }":                             `invalid value "2" in "proxy_http_version" directive`,
+		"http { server { location / {\nproxy_next_upstream error sometimes;\n} } }":              `invalid value "sometimes" in "proxy_next_upstream" directive`,
+		"http { server { location / {\nclient_header_timeout 1s;\n} } }":                         `"client_header_timeout" directive is not allowed here`,
+		"http { server { location / {\nadd_header X y sometimes;\n} } }":                         `invalid value "sometimes" in "add_header" directive`,
 	}
 	for src, want := range tests {
 		_, err := loadConf(t, src)

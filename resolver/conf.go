@@ -69,6 +69,7 @@ func ParseResolver(s *conf.Stmt) (Config, error) {
 	if len(cfg.Servers) == 0 {
 		return Config{}, s.Errorf("no name servers defined")
 	}
+	cfg.key = settingsKey(&cfg)
 	return cfg, nil
 }
 

@@ -8,6 +8,12 @@
 // queries for a name per TTL), keeps its own copy of each answer, and may hold a
 // newer or older answer than another loop for up to the TTL.
 //
+// The package is also the HTTP module of nginx's resolver and resolver_timeout
+// directives (module.go): For gives a request its location's resolver on the
+// request's loop, Of a loop's resolver for any settings (an upstream block's).
+// A loop makes a resolver on first use, one per set of name servers and
+// parameters, and keeps it across reloads with its cache.
+//
 // What it does as nginx (src/core/ngx_resolver.c) does:
 //   - A and AAAA queries (ipv4=, ipv6=), IPv4 addresses first in the result;
 //   - answers cached for their smallest TTL, or for valid=; a name not looked up

@@ -46,6 +46,8 @@ type Config struct {
 	// Expire drops a name from the cache once it has not been looked up for this
 	// long, valid or not; default nginx's fixed 30s.
 	Expire time.Duration
+
+	key string // settingsKey, set by ParseResolver
 }
 
 // Stats count a resolver's work.

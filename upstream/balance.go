@@ -39,6 +39,9 @@ func (g *Group) all() []*Peer {
 // connection to it; nil when no peer is available (nginx's "no live upstreams"). key is
 // the evaluated hash key (hash methods), client the client address (ip_hash).
 func (b *Balancer) Pick(now time.Time, key []byte, client netip.Addr, tried *Tried) *Peer {
+	if len(b.conns) == 0 {
+		return nil // a group whose servers with resolve have no address now
+	}
 	if b.g.single {
 		// nginx's peers->single, for every method: the lone server is used unless it
 		// is marked down or at max_conns, whatever its failures.

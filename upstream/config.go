@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/resolver"
 )
 
 // Module declares the upstream block and its directives.
@@ -21,8 +23,8 @@ var Module = &conf.Module{
 			Syntax: "upstream name { ... }",
 			Doc:    "A group of servers that proxy_pass can name."},
 		{Name: "server", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Multi: true, Set: setServer,
-			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down];",
-			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop."},
+			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down] [resolve];",
+			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop. resolve (with zone in the group, nginx 1.27.3+): the name is looked up at run time with the group's resolver and again when its answer expires (TTL or valid=, plus a second); servers come and go with its addresses without a reload, requests in flight keep theirs, idle keep-alive connections to a removed address are closed. A name that does not resolve leaves the group without those servers (502 until it does); another failure keeps the last addresses and asks again after resolver_timeout. Each loop asks and keeps these servers' failure state for itself."},
 		{Name: "keepalive", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.Keepalive }, 1),
 			Syntax: "keepalive connections;",
 			Doc:    "Idle connections to the group's servers each loop keeps for reuse."},
@@ -41,6 +43,15 @@ var Module = &conf.Module{
 		{Name: "hash", Contexts: conf.UpstreamCtx, Args: conf.Args1 | conf.Args2, Set: setMethod,
 			Syntax: "hash key [consistent];",
 			Doc:    "Pick the server from a key with variables; consistent uses a ketama ring so few keys move when servers change."},
+		{Name: "zone", Contexts: conf.UpstreamCtx, Args: conf.Args1 | conf.Args2, Set: setZone,
+			Syntax: "zone name [size];",
+			Doc:    "Required, as nginx 1.27.3+, by servers with resolve. numaproxy keeps every group in process memory that all loops share, so the zone holds nothing and its size (checked as nginx does) limits nothing."},
+		{Name: "resolver", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Set: setGroupResolver,
+			Syntax: "resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off] [status_zone=zone];",
+			Doc:    "The name servers of the group's servers with resolve (nginx 1.27.3+); without it the http level's resolver."},
+		{Name: "resolver_timeout", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupResolverTimeout,
+			Syntax: "resolver_timeout time;", Default: "30s",
+			Doc: "Longest time a lookup of the group's names may take; without it the http level's resolver_timeout."},
 		{Name: "random", Contexts: conf.UpstreamCtx, Args: conf.Args0 | conf.Args1 | conf.Args2, Set: setMethod,
 			Syntax: "random [two [least_conn]];",
 			Doc:    "Pick a server at random by weight; two: of two random picks, the one with fewer connections."},
@@ -76,15 +87,53 @@ func setUpstream(c *conf.Cursor, s *conf.Stmt) error {
 	if err := c.ParseBlock(conf.UpstreamCtx, g); err != nil {
 		return err
 	}
-	if len(g.Peers)+len(g.Backup) == 0 {
+	if len(g.Peers)+len(g.Backup)+len(g.Resolve) == 0 {
 		return s.Errorf("no servers are inside upstream")
 	}
 	return g.finish()
 }
 
+func setZone(c *conf.Cursor, s *conf.Stmt) error {
+	g := c.Block.(*Group)
+	name := s.Args[0].Value
+	if name == "" {
+		return s.Errorf("invalid zone name %q", name)
+	}
+	if len(s.Args) == 2 {
+		n, err := conf.ParseSize(s.Args[1].Value)
+		if err != nil {
+			return s.Errorf("invalid zone size %q", s.Args[1].Value)
+		}
+		if n < 8*int64(os.Getpagesize()) {
+			return s.Errorf("zone %q is too small", name)
+		}
+	}
+	g.Zone = name
+	return nil
+}
+
+func setGroupResolver(c *conf.Cursor, s *conf.Stmt) error {
+	g := c.Block.(*Group)
+	cfg, err := resolver.ParseResolver(s)
+	if err != nil {
+		return err
+	}
+	g.Resolver = &cfg
+	return nil
+}
+
+func setGroupResolverTimeout(c *conf.Cursor, s *conf.Stmt) error {
+	d, err := resolver.ParseTimeout(s)
+	if err != nil {
+		return err
+	}
+	c.Block.(*Group).ResolverTimeout = d
+	return nil
+}
+
 // finish numbers the peers and builds what the method needs.
 func (g *Group) finish() error {
-	if len(g.Peers) == 0 {
+	if len(g.Peers) == 0 && len(g.Resolve) == 0 {
 		return &conf.Error{Pos: g.Pos, Msg: fmt.Sprintf("upstream %q has only backup servers", g.Name)}
 	}
 	if len(g.Peers)+len(g.Backup) > maxPeers {
@@ -107,9 +156,14 @@ func (g *Group) finish() error {
 func setServer(c *conf.Cursor, s *conf.Stmt) error {
 	g := c.Block.(*Group)
 	var addrs []netip.AddrPort
+	var rs *ResolveServer
 	unixPath, err := unixSocketPath(s.Args[0].Value)
 	if err == nil && unixPath == "" {
-		addrs, err = resolve(s.Args[0].Value)
+		if hasArg(s, "resolve") {
+			rs, addrs, err = resolveLater(s.Args[0].Value)
+		} else {
+			addrs, err = resolve(s.Args[0].Value)
+		}
 	}
 	if err != nil {
 		return s.InvalidValue(s.Args[0], err.Error())
@@ -146,9 +200,16 @@ func setServer(c *conf.Cursor, s *conf.Stmt) error {
 			tmpl.Backup = true
 		case !hasVal && key == "down":
 			tmpl.Down = true
+		case !hasVal && key == "resolve":
+			// a name is looked up at run time (rs); an address stays as it is
 		default:
 			return &conf.Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid parameter %q", a.Value)}
 		}
+	}
+	if rs != nil {
+		rs.PeerConfig = tmpl
+		g.Resolve = append(g.Resolve, rs)
+		return nil
 	}
 	for _, addr := range addrs {
 		p := &Peer{Addr: addr, Unix: unixPath, PeerConfig: tmpl}
@@ -176,18 +237,40 @@ func unixSocketPath(text string) (string, error) {
 	return path, nil
 }
 
-// resolve turns "host:port", "[v6]:port", "host" (port 80) into addresses.
-func resolve(text string) ([]netip.AddrPort, error) {
+func hasArg(s *conf.Stmt, v string) bool {
+	for _, a := range s.Args[1:] {
+		if a.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveLater reads the address of a server with resolve: a name is left for
+// run time (nginx's no_resolve), an IP address is used as it is.
+func resolveLater(text string) (*ResolveServer, []netip.AddrPort, error) {
+	host, port, err := splitHostPort(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return nil, []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}, nil
+	}
+	return &ResolveServer{Host: host, Port: port}, nil, nil
+}
+
+// splitHostPort reads "host:port", "[v6]:port" or "host" (port 80).
+func splitHostPort(text string) (string, uint16, error) {
 	host, portText := text, "80"
 	if strings.HasPrefix(text, "[") {
 		end := strings.IndexByte(text, ']')
 		if end < 0 {
-			return nil, fmt.Errorf("missing ]")
+			return "", 0, fmt.Errorf("missing ]")
 		}
 		host = text[1:end]
 		if rest := text[end+1:]; rest != "" {
 			if rest[0] != ':' {
-				return nil, fmt.Errorf("invalid address")
+				return "", 0, fmt.Errorf("invalid address")
 			}
 			portText = rest[1:]
 		}
@@ -196,7 +279,16 @@ func resolve(text string) ([]netip.AddrPort, error) {
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 1 || port > 65535 || host == "" {
-		return nil, fmt.Errorf("invalid address or port")
+		return "", 0, fmt.Errorf("invalid address or port")
+	}
+	return host, uint16(port), nil
+}
+
+// resolve turns "host:port", "[v6]:port", "host" (port 80) into addresses.
+func resolve(text string) ([]netip.AddrPort, error) {
+	host, port, err := splitHostPort(text)
+	if err != nil {
+		return nil, err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}, nil
@@ -276,8 +368,17 @@ func setMethod(c *conf.Cursor, s *conf.Stmt) error {
 // the order of "server ... backup" and the method directive does not matter.
 func check(cfg *conf.Config, self *conf.Module) error {
 	for _, g := range cfg.MainConf(self).(*Groups).List {
-		if len(g.Backup) > 0 && g.Method != RoundRobin && g.Method != LeastConn {
-			return &conf.Error{Pos: g.Backup[0].Pos, Msg: fmt.Sprintf("the \"backup\" parameter cannot be used with the %q balancing method", g.Method.String())}
+		if err := g.checkResolve(cfg); err != nil {
+			return err
+		}
+		backup := g.Backup
+		for _, rs := range g.Resolve {
+			if rs.Backup {
+				backup = append(backup, &Peer{PeerConfig: rs.PeerConfig})
+			}
+		}
+		if len(backup) > 0 && g.Method != RoundRobin && g.Method != LeastConn {
+			return &conf.Error{Pos: backup[0].Pos, Msg: fmt.Sprintf("the \"backup\" parameter cannot be used with the %q balancing method", g.Method.String())}
 		}
 		if g.Method == HashConsistent && len(g.points) == 0 {
 			g.buildRing()
@@ -325,4 +426,33 @@ func ForProxyPass(cfg *conf.Config, hostport string, hasPort bool) (*Group, erro
 	gs.byName["implicit "+key] = g
 	gs.List = append(gs.List, g)
 	return g, nil
+}
+
+// checkResolve gives a group with servers to resolve at run time its resolver
+// (its own or the http level's) and resolver_timeout, with nginx's errors.
+func (g *Group) checkResolve(cfg *conf.Config) error {
+	if len(g.Resolve) == 0 {
+		return nil
+	}
+	where := fmt.Sprintf("upstream %q in %s:%d", g.Name, g.Pos.File, g.Pos.Line)
+	if g.Zone == "" {
+		return &conf.Error{Pos: g.Pos, Msg: "resolving names at run time requires " + where + " to be in shared memory"}
+	}
+	top := &resolver.LocConf{}
+	if cfg.HTTP != nil {
+		top = resolver.HTTPConf(cfg.HTTP)
+	}
+	if g.Resolver == nil {
+		g.Resolver = top.Resolver
+	}
+	if g.ResolverTimeout == 0 {
+		g.ResolverTimeout = top.Timeout
+	}
+	if g.ResolverTimeout == 0 {
+		g.ResolverTimeout = 30 * time.Second
+	}
+	if g.Resolver == nil {
+		return &conf.Error{Pos: g.Pos, Msg: "no resolver defined to resolve names at run time in " + where}
+	}
+	return nil
 }

@@ -6,4 +6,8 @@
 // loops share (a peer's failures) is kept in atomics so that picking a peer takes no
 // lock. Each loop has its own Balancer per group (round-robin weights, connection
 // counts), as each nginx worker has its own.
+//
+// A server with resolve (nginx 1.27.3+) is a ResolveServer: its addresses come at
+// run time, and the proxy makes a version of the group for its loop each time they
+// change (Group.Resolved), with new peers whose failure state that loop keeps.
 package upstream

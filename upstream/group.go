@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/resolver"
 )
 
 // Method is a group's balancing method.
@@ -49,8 +50,74 @@ type Group struct {
 	single bool
 	tries  int // servers not marked down, primary and backup: nginx's peer.tries
 
+	// Servers with resolve (nginx 1.27.3+): their peers come from DNS at run time
+	// and are not in Peers or Backup; each loop keeps its own versions of the
+	// group with them (Resolved).
+	Resolve         []*ResolveServer
+	Zone            string           // the zone directive's name
+	Resolver        *resolver.Config // the group's or the http level's, when Resolve
+	ResolverTimeout time.Duration
+
+	origin    *Group // the configured group of a version made by Resolved
 	methodSet bool
 	points    []ketamaPoint // HashConsistent
+}
+
+// ResolveServer is a "server name resolve": the name, its port and what the
+// server directive says of the peers its addresses make.
+type ResolveServer struct {
+	Host string
+	Port uint16
+	PeerConfig
+}
+
+// Origin is the configured group of a version made by Resolved, else g itself.
+func (g *Group) Origin() *Group {
+	if g.origin != nil {
+		return g.origin
+	}
+	return g
+}
+
+// Resolved makes a version of g (a configured group) with its fixed servers and,
+// for each of g.Resolve, a peer per address of addrs[i]. The peers are new, for
+// one loop alone; a peer whose address prev (the version it replaces, or nil) had
+// keeps its failure state.
+func (g *Group) Resolved(addrs [][]netip.Addr, prev *Group) *Group {
+	ng := *g
+	ng.origin, ng.Peers, ng.Backup, ng.points = g, nil, nil, nil
+	old := map[PeerKey]*Peer{}
+	if prev != nil {
+		for _, p := range prev.all() {
+			old[p.Key()] = p
+		}
+	}
+	add := func(p *Peer) {
+		if o := old[p.Key()]; o != nil && o.Name == p.Name {
+			p.fails.Store(o.fails.Load())
+			p.accessed.Store(o.accessed.Load())
+			p.checked.Store(o.checked.Load())
+		}
+		if len(ng.Peers)+len(ng.Backup) >= maxPeers {
+			return
+		}
+		if p.Backup {
+			ng.Backup = append(ng.Backup, p)
+		} else {
+			ng.Peers = append(ng.Peers, p)
+		}
+	}
+	for _, p := range g.all() {
+		add(&Peer{Addr: p.Addr, Unix: p.Unix, PeerConfig: p.PeerConfig})
+	}
+	for i, rs := range g.Resolve {
+		for _, a := range addrs[i] {
+			pc := rs.PeerConfig
+			add(&Peer{Addr: netip.AddrPortFrom(a, rs.Port), PeerConfig: pc})
+		}
+	}
+	_ = ng.finish() // at most maxPeers; no primary peer is allowed here
+	return &ng
 }
 
 // Tries is how many servers one request may try: those not marked down.
@@ -162,3 +229,25 @@ func (p *Peer) AppendAddr(dst []byte) []byte {
 
 // String is AppendAddr's text, for logs.
 func (p *Peer) String() string { return string(p.AppendAddr(nil)) }
+
+// NewAddrGroup makes the group of a proxy_pass target found for a request (its
+// URL made of variables, its name resolved at run time; nginx's
+// ngx_http_upstream_create_round_robin_peer): one peer per address, weight 1,
+// tried in turn by proxy_next_upstream. As nginx, whose peers of such a target
+// live for one request, a failure does not mark a peer down for the next
+// requests (max_fails=0). unixPath makes it one unix-domain peer. name is the
+// "host:port" as evaluated.
+func NewAddrGroup(name string, addrs []netip.AddrPort, unixPath string) *Group {
+	g := &Group{Name: name, Implicit: true, KeepaliveTimeout: 60 * time.Second, KeepaliveRequests: 1000}
+	if unixPath != "" {
+		addrs = []netip.AddrPort{{}}
+	}
+	for _, a := range addrs {
+		g.Peers = append(g.Peers, &Peer{Addr: a, Unix: unixPath, PeerConfig: PeerConfig{Name: name, Weight: 1, FailTimeout: 10 * time.Second}})
+	}
+	if len(g.Peers) > maxPeers {
+		g.Peers = g.Peers[:maxPeers]
+	}
+	_ = g.finish() // cannot fail: primary peers only, at most maxPeers
+	return g
+}
