@@ -64,6 +64,14 @@ func openBodyFile(dir string) (BodyFile, error) {
 	}
 }
 
+// OpenTempFile creates an unlinked temporary file in dir (a temp path's directory)
+// for reading and writing, as request bodies are spooled: for a module's own
+// temporary files (proxy_temp_path). The caller closes the descriptor.
+func OpenTempFile(dir string) (int, error) {
+	f, err := openBodyFile(dir)
+	return f.fd, err
+}
+
 // IsOpen reports a file that holds (part of) a body.
 func (f *BodyFile) IsOpen() bool { return f.open }
 

@@ -57,7 +57,7 @@ func testPoolMemoryGivenBack(t *testing.T, mainExtra string) {
 	in := startMain(t, mainExtra, `
   server {
     listen `+addr+` sndbuf=16k;
-    location / { proxy_pass http://`+up.Addr+`; }
+    location / { proxy_pass http://`+up.Addr+`; proxy_max_temp_file_size 0; } # queued in memory, not in temp files
   }`, addr)
 	pid := in.cmd.Process.Pid
 

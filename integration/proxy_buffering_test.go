@@ -49,7 +49,7 @@ func TestProxyBuffering(t *testing.T) {
 	startHTTP(t, `
   server {
     listen `+addr+`;
-    location /on { proxy_pass http://`+up.Addr+`; }
+    location /on { proxy_pass http://`+up.Addr+`; proxy_max_temp_file_size 0; } # no temp file: the read-ahead is in memory
     location /off { proxy_pass http://`+up.Addr+`; proxy_buffering off; }
   }`, addr)
 

@@ -917,6 +917,7 @@ func TestProxyXAccelBuffering(t *testing.T) {
 	startHTTP(t, `
   server {
     listen `+addr+`;
+    proxy_max_temp_file_size 0; # read-ahead in memory only: what is held shows
     location /on/ { proxy_pass http://`+up.Addr+`; }
     location /off/ { proxy_pass http://`+up.Addr+`; proxy_buffering off; }
     location /ign/ { proxy_pass http://`+up.Addr+`; proxy_ignore_headers X-Accel-Buffering; }

@@ -79,6 +79,13 @@ type exchange struct {
 	rchunks  http1.ChunkedDecoder
 	gotBytes bool // any response byte arrived on the current connection
 
+	// The response spilled to a temporary file for a slow client (spill.go).
+	spill         responseSpill
+	spillPending  []byte // bytes the file could not take, sent after it
+	respBuffered  bool   // proxy_buffering (or X-Accel-Buffering) is on for this response
+	clientBlocked bool   // between ClientBlocked and ClientWritable
+	upstreamDone  bool   // the upstream part of a spilled response ended
+
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
 
@@ -640,12 +647,11 @@ func (ex *exchange) takeBody(data []byte) {
 	if ex.state != exBody {
 		return
 	}
-	r := ex.r
 	switch ex.framing {
 	case http1.BodyContentLength:
 		part := ex.rlen.Take(data)
 		if len(part) > 0 {
-			r.SendBody(part, false)
+			ex.deliver(part)
 		}
 		if ex.rlen.Done() {
 			ex.complete(len(part) == len(data))
@@ -662,7 +668,7 @@ func (ex *exchange) takeBody(data []byte) {
 				return
 			}
 			if len(chunk) > 0 {
-				r.SendBody(chunk, false)
+				ex.deliver(chunk)
 			}
 			data = data[n:]
 			if ex.rchunks.Done() {
@@ -672,7 +678,7 @@ func (ex *exchange) takeBody(data []byte) {
 		}
 	case http1.BodyUntilClose:
 		if len(data) > 0 {
-			r.SendBody(data, false)
+			ex.deliver(data)
 		}
 	}
 }
@@ -808,7 +814,10 @@ func (ex *exchange) cacheable(clean bool) bool {
 // client goes on.
 func (ex *exchange) complete(clean bool) {
 	r := ex.r
-	r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
+	spilling := ex.spill.active
+	if !spilling {
+		r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
+	}
 	ex.bal.Done(ex.peer, time.Now(), false)
 	if conn := ex.conn; conn != nil {
 		keep := ex.cacheable(clean)
@@ -823,6 +832,12 @@ func (ex *exchange) complete(clean bool) {
 			// would hold the connection open with no timer left to end it.
 			conn.Close()
 		}
+	}
+	if spilling {
+		// The upstream is done with; the client goes on from the file.
+		ex.upstreamDone = true
+		ex.drainSpill()
+		return
 	}
 	ex.end()
 	if r.ReadingBody() {
@@ -875,6 +890,11 @@ func (ex *exchange) end() {
 
 // ClientBlocked: the client reads slower than the upstream sends.
 func (ex *exchange) ClientBlocked() {
+	ex.clientBlocked = true
+	if ex.spillable() && !ex.spill.full {
+		ex.spill.active = true // the upstream goes on, into the file
+		return
+	}
 	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
 		ex.conn.PauseRead()
 	}
@@ -882,6 +902,11 @@ func (ex *exchange) ClientBlocked() {
 
 // ClientWritable: the client caught up.
 func (ex *exchange) ClientWritable() {
+	ex.clientBlocked = false
+	if ex.spill.active {
+		ex.drainSpill()
+		return
+	}
 	if ex.conn != nil && (ex.state == exBody || ex.state == exTunnel) {
 		ex.conn.ResumeRead()
 	}
@@ -901,6 +926,7 @@ func (ex *exchange) release() {
 	putBuffer(pool, &ex.replay)
 	putBuffer(pool, &ex.rbuf)
 	ex.file.Close()
+	ex.closeSpill()
 }
 
 func putBuffer(pool eventloop.BufferPool, b *[]byte) {

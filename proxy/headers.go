@@ -84,10 +84,17 @@ func (ex *exchange) responseHeader() {
 		case http1.BodyContentLength, http1.BodyNone:
 			h.ContentLength = resp.ContentLength()
 		}
-		if !buffering {
+		ex.respBuffered = buffering
+		switch {
+		case !buffering:
 			// proxy_buffering off: the upstream is read only once the client's
 			// socket took everything read before.
 			r.SetWriteWatermarks(unbufferedHighWater, unbufferedLowWater)
+		case lcf.MaxTempFileSize > 0:
+			// What may wait in memory for a slow client before the response goes
+			// on to a temporary file: proxy_buffers.
+			mem := lcf.ResponseMemory()
+			r.SetWriteWatermarks(mem, mem/2)
 		}
 	}
 }

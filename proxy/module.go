@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -84,9 +86,24 @@ func directives() []conf.Directive {
 		{Name: "proxy_intercept_errors", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.InterceptErrors }, bitInterceptErrors),
 			Syntax: "proxy_intercept_errors on | off;", Default: "off",
 			Doc: "An upstream response with a status of 300 or more that the location's error_page names is replaced by that error page (a 401 keeps the upstream's WWW-Authenticate)."},
-		{Name: "proxy_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.BufferSize }, bitBufferSize),
+		{Name: "proxy_buffer_size", Contexts: hsl, Args: conf.Args1, Set: atBuffersPos(setSize(func(c *LocConf) *int { return &c.BufferSize }, bitBufferSize)),
 			Syntax: "proxy_buffer_size size;", Default: "4k|8k",
 			Doc: "Largest upstream response head (status line and fields); a larger one is an invalid header: \"upstream sent too big header\", the next server per proxy_next_upstream invalid_header, else 502. One memory page by default."},
+		{Name: "proxy_buffers", Contexts: hsl, Args: conf.Args2, Set: setProxyBuffers,
+			Syntax: "proxy_buffers number size;", Default: "8 4k|8k",
+			Doc: "Memory a buffered response may hold for a client that reads slower than the upstream sends (number × size, at least 2 buffers): past it the response goes on to a temporary file (proxy_max_temp_file_size) so that the upstream connection is freed, and the client is fed from the file."},
+		{Name: "proxy_busy_buffers_size", Contexts: hsl, Args: conf.Args1, Set: atBuffersPos(setSize(func(c *LocConf) *int { return &c.BusyBuffersSize }, bitBusyBuffers)), NoEffect: true,
+			Syntax: "proxy_busy_buffers_size size;", Default: "8k|16k",
+			Doc: "Checked against proxy_buffer_size and proxy_buffers by nginx's rules; it sizes nginx's split of its buffers between reading and sending, and numaproxy's one queue per client has no such split (proxy_buffers bounds it)."},
+		{Name: "proxy_max_temp_file_size", Contexts: hsl, Args: conf.Args1, Set: setTempFileSize(func(c *LocConf) *int64 { return &c.MaxTempFileSize }, bitMaxTempFile),
+			Syntax: "proxy_max_temp_file_size size;", Default: "1024m",
+			Doc: "Largest temporary file one buffered response may fill; once it is full, the upstream is read only as fast as the client takes the response. 0 disables temporary files."},
+		{Name: "proxy_temp_file_write_size", Contexts: hsl, Args: conf.Args1, Set: atBuffersPos(setSize(func(c *LocConf) *int { return &c.TempFileWriteSize }, bitTempFileWrite)), NoEffect: true,
+			Syntax: "proxy_temp_file_write_size size;", Default: "8k|16k",
+			Doc: "Checked as nginx checks it; numaproxy writes to the temporary file what each upstream read brings, at once."},
+		{Name: "proxy_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setProxyTempPath,
+			Syntax: "proxy_temp_path path [level1 [level2 [level3]]];", Default: "proxy_temp",
+			Doc: "Directory of the temporary files of buffered responses, created at start if missing. The files are unlinked as soon as they are created (nothing is left after a crash), so the levels are accepted but make no subdirectories."},
 		{Name: "proxy_method", Contexts: hsl, Args: conf.Args1, Set: setProxyMethod,
 			Syntax: "proxy_method method;",
 			Doc:    "The method of upstream requests instead of the client's (variables allowed; a value that is empty uses the client's, one that is not a token answers 500)."},
@@ -132,10 +149,17 @@ type LocConf struct {
 	NextUpstreamTries   int
 	NextUpstreamTimeout time.Duration
 
-	Buffering        bool
-	RequestBuffering bool       // proxy_request_buffering
-	Redirects        []Redirect // nil with proxy_redirect off
-	redirectDefault  bool
+	Buffering         bool
+	RequestBuffering  bool // proxy_request_buffering
+	BuffersNumber     int  // proxy_buffers
+	BuffersSize       int
+	BusyBuffersSize   int // proxy_busy_buffers_size; 0: twice the larger of a buffer and proxy_buffer_size
+	TempFileWriteSize int // proxy_temp_file_write_size; 0: the same default
+	MaxTempFileSize   int64
+	TempPath          *httpcore.TempPath // never nil once the config is checked
+	buffersPos        conf.Pos           // where proxy_buffers, or a size checked against it, was set
+	Redirects         []Redirect         // nil with proxy_redirect off
+	redirectDefault   bool
 
 	InterceptErrors    bool
 	BufferSize         int                // proxy_buffer_size: the largest upstream response head
@@ -167,6 +191,11 @@ const (
 	bitNextTimeout
 	bitBuffering
 	bitRequestBuffering
+	bitBuffers
+	bitBusyBuffers
+	bitMaxTempFile
+	bitTempFileWrite
+	bitTempPath
 	bitRedirect
 	bitInterceptErrors
 	bitBufferSize
@@ -266,6 +295,9 @@ func defaults() LocConf {
 		NextUpstream:       NextError | NextTimeout,
 		Buffering:          true,
 		RequestBuffering:   true,
+		BuffersNumber:      8,
+		BuffersSize:        os.Getpagesize(),
+		MaxTempFileSize:    1 << 30,
 		redirectDefault:    true,
 		BufferSize:         os.Getpagesize(), // nginx's one page
 		PassRequestBody:    true,
@@ -277,8 +309,42 @@ func defaults() LocConf {
 // http level from nginx's defaults first).
 func (c *LocConf) inherit(parent *LocConf) error {
 	conf.Inherit(c, parent, func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
+	return c.checkBuffers()
+}
+
+// checkBuffers applies nginx's rules between the buffer sizes of a level
+// (ngx_http_proxy_merge_loc_conf), with its messages.
+func (c *LocConf) checkBuffers() error {
+	if c.set&(bitBuffers|bitBusyBuffers|bitMaxTempFile|bitTempFileWrite|bitBufferSize) == 0 {
+		return nil // inherited whole: checked where it was set
+	}
+	fail := func(msg string) error { return &conf.Error{Pos: c.buffersPos, Msg: msg} }
+	if c.BuffersNumber < 2 {
+		return fail(`there must be at least 2 "proxy_buffers"`)
+	}
+	size := max(c.BufferSize, c.BuffersSize)
+	busy := c.BusyBuffersSize
+	if busy == 0 {
+		busy = 2 * size
+	}
+	if busy < size {
+		return fail(`"proxy_busy_buffers_size" must be equal to or greater than the maximum of the value of "proxy_buffer_size" and one of the "proxy_buffers"`)
+	}
+	if busy > (c.BuffersNumber-1)*c.BuffersSize {
+		return fail(`"proxy_busy_buffers_size" must be less than the size of all "proxy_buffers" minus one buffer`)
+	}
+	if w := c.TempFileWriteSize; w != 0 && w < size {
+		return fail(`"proxy_temp_file_write_size" must be equal to or greater than the maximum of the value of "proxy_buffer_size" and one of the "proxy_buffers"`)
+	}
+	if m := c.MaxTempFileSize; m != 0 && m < int64(size) {
+		return fail(`"proxy_max_temp_file_size" must be equal to zero to disable temporary files usage or must be equal to or greater than the maximum of the value of "proxy_buffer_size" and one of the "proxy_buffers"`)
+	}
 	return nil
 }
+
+// ResponseMemory is what a buffered response may hold in memory for a slow client
+// before it goes on to a temporary file: proxy_buffers' number × size.
+func (c *LocConf) ResponseMemory() int { return c.BuffersNumber * c.BuffersSize }
 
 // inheritedFields copies each directive's value from the parent level when this level
 // did not set it. proxy_pass and return are not inherited, as in nginx: a nested
@@ -297,6 +363,11 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitNextTimeout, Take: func(c, p *LocConf) { c.NextUpstreamTimeout = p.NextUpstreamTimeout }},
 	{Bit: bitBuffering, Take: func(c, p *LocConf) { c.Buffering = p.Buffering }},
 	{Bit: bitRequestBuffering, Take: func(c, p *LocConf) { c.RequestBuffering = p.RequestBuffering }},
+	{Bit: bitBuffers, Take: func(c, p *LocConf) { c.BuffersNumber, c.BuffersSize = p.BuffersNumber, p.BuffersSize }},
+	{Bit: bitBusyBuffers, Take: func(c, p *LocConf) { c.BusyBuffersSize = p.BusyBuffersSize }},
+	{Bit: bitMaxTempFile, Take: func(c, p *LocConf) { c.MaxTempFileSize = p.MaxTempFileSize }},
+	{Bit: bitTempFileWrite, Take: func(c, p *LocConf) { c.TempFileWriteSize = p.TempFileWriteSize }},
+	{Bit: bitTempPath, Take: func(c, p *LocConf) { c.TempPath = p.TempPath }},
 	{Bit: bitRedirect, Take: func(c, p *LocConf) { c.Redirects, c.redirectDefault = p.Redirects, p.redirectDefault }},
 	{Bit: bitInterceptErrors, Take: func(c, p *LocConf) { c.InterceptErrors = p.InterceptErrors }},
 	{Bit: bitBufferSize, Take: func(c, p *LocConf) { c.BufferSize = p.BufferSize }},
@@ -521,15 +592,72 @@ func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+// setProxyBuffers reads "number size".
+func setProxyBuffers(c *conf.Cursor, s *conf.Stmt) error {
+	n, err := conf.ParseNumber(s.Args[0].Value)
+	if err != nil || n < 1 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	size, err := conf.ParseSize(s.Args[1].Value)
+	if err != nil || size < 1 || size > 1<<30 || int64(n)*size > 1<<32 {
+		return s.InvalidValue(s.Args[1], "")
+	}
+	lc := locConf(c)
+	lc.BuffersNumber, lc.BuffersSize, lc.buffersPos = n, int(size), s.Pos
+	lc.set |= bitBuffers
+	return nil
+}
+
+// atBuffersPos records where a size checked against proxy_buffers was set.
+func atBuffersPos(set func(*conf.Cursor, *conf.Stmt) error) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		locConf(c).buffersPos = s.Pos
+		return set(c, s)
+	}
+}
+
+// setTempFileSize reads a size that may be 0.
+func setTempFileSize(field func(*LocConf) *int64, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		n, err := conf.ParseSize(s.Args[0].Value)
+		if err != nil {
+			return s.InvalidValue(s.Args[0], "")
+		}
+		lc := locConf(c)
+		*field(lc), lc.buffersPos = n, s.Pos
+		lc.set |= bit
+		return nil
+	}
+}
+
+func setProxyTempPath(c *conf.Cursor, s *conf.Stmt) error {
+	p, err := httpcore.ParseTempPath(c, s)
+	if err != nil {
+		return err
+	}
+	lc := locConf(c)
+	lc.TempPath = p
+	lc.set |= bitTempPath
+	return nil
+}
+
 // check resolves every proxy_pass target once the whole file is read, when every
 // upstream block is known.
 func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
+	temp := &httpcore.TempPath{Dir: filepath.Join(cfg.Prefix, "proxy_temp")}
+	made := map[string]bool{}
+	if err := setTempPath(cfg.HTTP.Conf(self).(*LocConf), temp, made); err != nil {
+		return err
+	}
 	var walk func(locs []*conf.Location) error
 	walk = func(locs []*conf.Location) error {
 		for _, loc := range locs {
+			if err := setTempPath(loc.Conf(self).(*LocConf), temp, made); err != nil {
+				return err
+			}
 			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil && lc.Pass.Value == nil {
 				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
 				if err != nil {
@@ -544,9 +672,30 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		return nil
 	}
 	for _, srv := range cfg.HTTP.Servers {
+		if err := setTempPath(srv.Conf(self).(*LocConf), temp, made); err != nil {
+			return err
+		}
 		if err := walk(srv.Locations); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// setTempPath gives a level without proxy_temp_path nginx's default, in the prefix,
+// and makes the directory if it does not exist, as nginx does at start (the last
+// component only, mode 0700).
+func setTempPath(lc *LocConf, def *httpcore.TempPath, made map[string]bool) error {
+	if lc.TempPath == nil {
+		lc.TempPath = def
+	}
+	p := lc.TempPath
+	if made[p.Dir] {
+		return nil
+	}
+	made[p.Dir] = true
+	if err := os.Mkdir(p.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return &conf.Error{Pos: p.Pos, Msg: fmt.Sprintf("mkdir() %q failed (%v)", p.Dir, errors.Unwrap(err)), Err: err}
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ func TestUpstreamDirectivesParse(t *testing.T) {
 			proxy_cookie_domain .Example.com .example.org;
 			proxy_ignore_headers Expires;
 			proxy_buffer_size 16k;
+			proxy_buffers 4 16k; # nginx refuses 16k with the default 8 4k (busy buffers)
 			proxy_intercept_errors on;
 			recursive_error_pages on;
 			proxy_ignore_client_abort on;
