@@ -15,8 +15,10 @@ const (
 	ServerCtx                       // http { server { } }
 	LocationCtx                     // location { }, at any depth
 	UpstreamCtx                     // http { upstream NAME { } }
+	SrvIfCtx                        // if ( ) { } in a server, nginx's NGX_HTTP_SIF_CONF
+	LocIfCtx                        // if ( ) { } in a location, nginx's NGX_HTTP_LIF_CONF
 
-	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx
+	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx | SrvIfCtx | LocIfCtx
 )
 
 var contextNames = []struct {
@@ -24,7 +26,7 @@ var contextNames = []struct {
 	name string
 }{
 	{MainCtx, "main"}, {EventsCtx, "events"}, {HTTPCtx, "http"}, {ServerCtx, "server"},
-	{LocationCtx, "location"}, {UpstreamCtx, "upstream"},
+	{LocationCtx, "location"}, {UpstreamCtx, "upstream"}, {SrvIfCtx, "if in server"}, {LocIfCtx, "if in location"},
 }
 
 func (c Context) String() string {
@@ -100,6 +102,11 @@ type Module struct {
 	// through MergeHTTP(parent, child), as nginx merges loc_conf.
 	NewHTTP   func() any
 	MergeHTTP func(parent, child any) error
+	// MergeIf completes, after MergeHTTP, the config of an if block in a location
+	// (LocIf) from its enclosing location's, for what nginx's modules take into
+	// their implicit "if" location that a nested location does not inherit (the
+	// proxy's proxy_pass). nil: nothing more.
+	MergeIf func(parent, child any)
 	// Check validates across the whole snapshot once everything is parsed and merged
 	// (for example that every proxy_pass names an upstream that exists). It gets its
 	// own Module so it can reach its configs without naming its package's variable,

@@ -22,6 +22,7 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
+	NewMain:    func() any { return &configVars{} },
 	Ctx:        &Hooks{Variables: coreVariables},
 }
 
@@ -461,7 +462,27 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		walk(srv.Locations)
 	}
 	markNameRulesVary(cfg, self)
-	return nil
+	inheritIfHandlers(cfg.HTTP.Servers, self)
+	return declaredVars(cfg)
+}
+
+// inheritIfHandlers gives an if block's location without a content handler of its
+// own its enclosing location's: nginx keeps the request's content handler when the
+// if's location has none (ngx_http_update_location_config).
+func inheritIfHandlers(servers []*conf.Server, self *conf.Module) {
+	var walk func(locs []*conf.Location)
+	walk = func(locs []*conf.Location) {
+		for _, loc := range locs {
+			if lc := loc.Conf(self).(*LocConf); loc.Kind == conf.LocIf && lc.handler == nil {
+				p := loc.Parent.Conf(self).(*LocConf)
+				lc.handler, lc.autoRedirect = p.handler, p.autoRedirect
+			}
+			walk(loc.Locations)
+		}
+	}
+	for _, srv := range servers {
+		walk(srv.Locations)
+	}
 }
 
 // markNameRulesVary flags the servers of every address whose servers do not all

@@ -97,3 +97,6 @@ func AppendCapture(dst, subject []byte, caps []int, n int) []byte {
 	}
 	return append(dst, subject[caps[2*n]:caps[2*n+1]]...)
 }
+
+// FindStringSubmatch is regexp's: the match and its groups, nil for no match.
+func (re *Regexp) FindStringSubmatch(s string) []string { return re.re.FindStringSubmatch(s) }

@@ -1,0 +1,168 @@
+package rewrite
+
+import (
+	"os"
+
+	"github.com/numaproxy/numaproxy/httpcore"
+)
+
+// exec runs a level's directives in order, as nginx's rewrite handler runs its
+// script codes: stop reports that one ended them (return, break, a rewrite with a
+// flag), with the status the phase handler returns.
+func exec(r *httpcore.Request, st *loopState, lc *LocConf, ops []op) (rc httpcore.Status, stop bool) {
+	for i := range ops {
+		o := &ops[i]
+		switch o.kind {
+		case opSet:
+			if o.set.isStatic {
+				r.SetVariable(o.set.v, o.set.static)
+				continue
+			}
+			st.a = o.set.value.Append(st.a[:0], r)
+			r.SetVariable(o.set.v, st.a)
+		case opReturn:
+			return doReturn(r, st, o.ret), true
+		case opBreak:
+			r.SetRewritten(false)
+			return httpcore.Declined, true
+		case opRewrite:
+			if rc, stop := doRewrite(r, st, lc, o.rw); stop {
+				return rc, true
+			}
+		case opIf:
+			if !o.cond.holds(r, st, lc) {
+				continue
+			}
+			if o.cond.loc != nil {
+				r.EnterIf(o.cond.loc)
+			}
+			if rc, stop := exec(r, st, lc, o.cond.body); stop {
+				return rc, true
+			}
+		}
+	}
+	return httpcore.Declined, false
+}
+
+// doReturn answers a return directive.
+func doReturn(r *httpcore.Request, st *loopState, ret *Return) httpcore.Status {
+	code := ret.Code
+	if code < 400 || ret.Text != nil {
+		// nginx's return answers through ngx_http_send_response, which first drops
+		// the request body: an invalid chunked body already here answers 400.
+		if !r.DiscardRequestBody() {
+			return 400
+		}
+	}
+	if ret.Text == nil {
+		if code >= 400 {
+			return httpcore.Status(code) // nginx's special response, as for its own errors
+		}
+		r.SendPage(code, nil)
+		return httpcore.Done
+	}
+	text := ret.Text.Append(st.b[:0], r)
+	st.b = text[:0] // keep a grown buffer; the answer copies text before it returns
+	if isRedirect(code) {
+		r.SendPage(code, text)
+		return httpcore.Done
+	}
+	// A status with a text is sent as it is: error_page does not apply (nginx sends
+	// it with ngx_http_send_response, not as a special response). Its type is
+	// text/plain unless an X-Accel-Redirect response passed one on.
+	r.SendText(code, r.CarriedType(), text)
+	return httpcore.Done
+}
+
+// isRedirect is the codes return treats as "code URL".
+func isRedirect(code int) bool {
+	return code == 301 || code == 302 || code == 303 || code == 307 || code == 308
+}
+
+// doRewrite runs one rewrite directive, as nginx's regex start and end codes.
+func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (httpcore.Status, bool) {
+	uri := r.URI()
+	if !r.Regex(rw.re, uri) {
+		if lc.Log {
+			r.Log().Info("\""+rw.re.String()+"\" does not match \""+string(uri)+"\"", "client", r.RemoteAddr().String())
+		}
+		r.ClearCaptures()
+		return httpcore.Declined, false
+	}
+	if lc.Log {
+		r.Log().Info("\""+rw.re.String()+"\" matches \""+string(uri)+"\"", "client", r.RemoteAddr().String())
+	}
+	args, _ := r.Args()
+	if rw.flag == flagRedirect {
+		loc := rw.path.Append(st.b[:0], r)
+		if rw.addArgs && len(args) > 0 {
+			loc = append(append(loc, '?'), args...)
+		}
+		st.b = loc[:0]
+		if lc.Log {
+			r.Log().Info("rewritten redirect: \""+string(loc)+"\"", "client", r.RemoteAddr().String())
+		}
+		if !r.DiscardRequestBody() {
+			return 400, true
+		}
+		r.SendPage(rw.status, loc)
+		return httpcore.Done, true
+	}
+	// The new $uri and $args side by side in one buffer: a, then b.
+	path := rw.path.Append(st.a[:0], r)
+	st.a = path[:0]
+	newArgs := st.b[:0]
+	switch {
+	case rw.args != nil:
+		newArgs = rw.args.Append(newArgs, r)
+		if rw.addArgs && len(args) > 0 {
+			newArgs = append(append(newArgs, '&'), args...)
+		}
+	case rw.addArgs:
+		newArgs = append(newArgs, args...)
+	}
+	st.b = newArgs[:0]
+	if lc.Log {
+		r.Log().Info("rewritten data: \""+string(path)+"\", args: \""+string(newArgs)+"\"", "client", r.RemoteAddr().String())
+	}
+	if len(path) == 0 {
+		r.Log().Error("the rewritten URI has a zero length", "client", r.RemoteAddr().String())
+		return 500, true
+	}
+	r.SetURI(path, newArgs)
+	switch rw.flag {
+	case flagBreak:
+		r.SetRewritten(false)
+		return httpcore.Declined, true
+	case flagLast:
+		r.SetRewritten(true)
+		return httpcore.Declined, true
+	}
+	r.SetRewritten(true)
+	return httpcore.Declined, false
+}
+
+// fileTest stats a path for -f -d -e -x. nginx's open_file_cache is not there: the
+// stat of a local file system does not wait on the network.
+func fileTest(op condOp, path []byte) bool {
+	fi, err := os.Stat(string(path))
+	switch op {
+	case condFile:
+		return err == nil && fi.Mode().IsRegular()
+	case condNotFile:
+		return !(err == nil && fi.Mode().IsRegular())
+	case condDir:
+		return err == nil && fi.IsDir()
+	case condNotDir:
+		return !(err == nil && fi.IsDir())
+	case condExists:
+		return err == nil
+	case condNotExists:
+		return err != nil
+	case condExec: // nginx's ngx_is_exec: the owner's execute bit, of any file
+		return err == nil && fi.Mode()&0o100 != 0
+	case condNotExec:
+		return !(err == nil && fi.Mode()&0o100 != 0)
+	}
+	return false
+}
