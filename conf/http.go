@@ -487,9 +487,6 @@ func mergeLocations(m *Module, parent any, locs []*Location) error {
 		if err := at(loc.Pos, m.MergeHTTP(parent, loc.confs[m])); err != nil {
 			return err
 		}
-		if loc.Kind == LocIf && m.MergeIf != nil {
-			m.MergeIf(parent, loc.confs[m])
-		}
 		if err := mergeLocations(m, loc.confs[m], loc.Locations); err != nil {
 			return err
 		}

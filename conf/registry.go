@@ -102,11 +102,6 @@ type Module struct {
 	// through MergeHTTP(parent, child), as nginx merges loc_conf.
 	NewHTTP   func() any
 	MergeHTTP func(parent, child any) error
-	// MergeIf completes, after MergeHTTP, the config of an if block in a location
-	// (LocIf) from its enclosing location's, for what nginx's modules take into
-	// their implicit "if" location that a nested location does not inherit (the
-	// proxy's proxy_pass). nil: nothing more.
-	MergeIf func(parent, child any)
 	// Check validates across the whole snapshot once everything is parsed and merged
 	// (for example that every proxy_pass names an upstream that exists). It gets its
 	// own Module so it can reach its configs without naming its package's variable,

@@ -69,7 +69,7 @@ func directives() []conf.Directive {
 		{Name: "server_tokens", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerTokens }, bitServerTokens),
 			Syntax: "server_tokens on | off;", Default: "on",
 			Doc: "Shows the version in the Server header and error pages."},
-		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
+		{Name: "error_page", Contexts: hsl | conf.LocIfCtx, Args: conf.Args2More, Multi: true, Set: setErrorPage,
 			Syntax: "error_page code ... [=[response]] uri;",
 			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
 		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),

@@ -264,13 +264,17 @@ func (r *Request) SetVariable(d *Declared, v []byte) {
 // Variable appends the request's value of d, as a template naming it would.
 func (r *Request) Variable(dst []byte, d *Declared) []byte { return r.appendDeclared(dst, d) }
 
-// Regex matches re against subject as nginx's ngx_http_regex_exec: on a match the
-// captures of a regex that has groups become $1 ... $9 and its named groups'
-// variables (until the next match that has groups); a regex without groups leaves
-// them as they were. It allocates only for a match with groups (Go's regexp).
+// Regex matches re against subject as nginx's ngx_http_regex_exec: on a match its
+// groups become $1 ... $9 (none for a regex without groups) and its named groups'
+// variables, until the next match; a failed match leaves them. It allocates only
+// for a match with groups (Go's regexp).
 func (r *Request) Regex(re *pcre.Regexp, subject []byte) bool {
 	if re.NumCaptures() == 0 {
-		return re.Match(subject)
+		if !re.Match(subject) {
+			return false
+		}
+		r.ncaps = 0
+		return true
 	}
 	need := re.CapLen()
 	if cap(r.caps) < need {

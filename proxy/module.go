@@ -39,7 +39,7 @@ const (
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "proxy_pass", Contexts: conf.LocationCtx, Args: conf.Args1, Set: setProxyPass,
+		{Name: "proxy_pass", Contexts: conf.LocationCtx | conf.LocIfCtx, Args: conf.Args1, Set: setProxyPass,
 			Syntax: "proxy_pass http://upstream[:port][/uri] | http://unix:/path[:/uri];",
 			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it."},
 		{Name: "proxy_set_header", Contexts: hsl, Args: conf.Args2, Multi: true, Set: setProxySetHeader,
@@ -401,6 +401,8 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 			return s.Errorf("\"proxy_pass\" cannot have URI part in location given by regular expression")
 		case conf.LocNamed:
 			return s.Errorf("\"proxy_pass\" cannot have URI part in named location")
+		case conf.LocIf:
+			return s.Errorf("\"proxy_pass\" cannot have URI part inside \"if\" statement")
 		}
 	}
 	if err := httpcore.SetContentHandler(c, s, lc.content, true); err != nil {

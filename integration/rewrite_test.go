@@ -1,0 +1,315 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Differential tests of the request logic (rewrite, if, set, captures, map, geo,
+// split_clients): numaproxy and Debian's nginx run the same http block, a table of
+// requests goes to both, and the status, the Location, the response's X- fields and
+// what the upstream received (it echoes its request) must be equal.
+
+// echoRequestBackend answers every request with the request it received: method, URI
+// and the X- fields, sorted.
+func echoRequestBackend(t *testing.T) *backend {
+	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			if strings.HasPrefix(k, "X-") || k == "Connection" || k == "Upgrade" {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "%s %s\n", r.Method, r.RequestURI)
+		for _, k := range names {
+			fmt.Fprintf(w, "%s: %s\n", k, strings.Join(r.Header[k], ","))
+		}
+	})
+}
+
+// diffReq is one request of a differential table.
+type diffReq struct {
+	target string   // request target
+	host   string   // Host ("h" when empty)
+	hdr    []string // more fields, "Name: value"
+	from   string   // the client address (127.0.0.x) the request comes from; "" any
+}
+
+// diffResp is what is compared of an answer.
+type diffResp struct {
+	status   int
+	location string
+	fields   string // the response's X- fields, sorted
+	body     string // compared for 200 only: other bodies are each server's own pages
+}
+
+// plain is the answer as want's texts match it.
+func (d diffResp) plain() string {
+	return fmt.Sprintf("%d loc=%s fields=%s body=%s", d.status, d.location, d.fields, d.body)
+}
+
+func (d diffResp) String() string {
+	return fmt.Sprintf("%d loc=%q fields=%q body=%q", d.status, d.location, d.fields, d.body)
+}
+
+// askRaw sends one request on a new connection and reads the answer.
+func askRaw(t *testing.T, addr string, q diffReq) diffResp {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if q.from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(q.from)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	host := q.host
+	if host == "" {
+		host = "h"
+	}
+	req := "GET " + q.target + " HTTP/1.1\r\nHost: " + host + "\r\n"
+	for _, h := range q.hdr {
+		req += h + "\r\n"
+	}
+	req += "Connection: close\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", addr, q.target, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var fields []string
+	for k, v := range resp.Header {
+		if strings.HasPrefix(k, "X-") {
+			fields = append(fields, k+": "+strings.Join(v, ","))
+		}
+	}
+	sort.Strings(fields)
+	_, port, _ := net.SplitHostPort(addr)
+	out := diffResp{status: resp.StatusCode, location: strings.ReplaceAll(resp.Header.Get("Location"), ":"+port, ":PORT"),
+		fields: strings.Join(fields, "; ")}
+	if resp.StatusCode == 200 {
+		out.body = string(body)
+	}
+	return out
+}
+
+// runDiff starts numaproxy and nginx on conf (ADDR stands for each one's listen
+// address, UP for the upstream's) and compares their answers to reqs. want, when
+// not nil, pins numaproxy's answers where a test states what nginx does.
+func runDiff(t *testing.T, conf string, reqs []diffReq, want map[string]string) {
+	t.Helper()
+	up := echoRequestBackend(t)
+	np, ng := addrFor(t), addrFor(t)
+	mk := func(addr string) string {
+		return strings.NewReplacer("ADDR", addr, "UP", up.Addr).Replace(conf)
+	}
+	startHTTP(t, mk(np), np)
+	startNginx(t, mk(ng), ng)
+	for _, q := range reqs {
+		a, b := askRaw(t, np, q), askRaw(t, ng, q)
+		if a != b {
+			t.Errorf("%s (Host %s %v):\nnumaproxy %v\nnginx     %v", q.target, q.host, q.hdr, a, b)
+		}
+		if w, ok := want[q.target]; ok && !strings.Contains(a.plain(), w) {
+			t.Errorf("%s: numaproxy %v, want it to contain %q", q.target, a, w)
+		}
+	}
+}
+
+// TestRewriteLikeNginx: rewrite's flags, its arguments, redirects, the 10-cycle
+// limit, break, and return among the rewrite directives, at server and location
+// level.
+func TestRewriteLikeNginx(t *testing.T) {
+	conf := `
+  server {
+    listen ADDR;
+    server_name h;
+    rewrite ^/old/(.*)$ /new/$1 permanent;
+    rewrite ^/tmp/(.*)$ /new/$1 redirect;
+    rewrite ^/abs/(.*)$ http://example.com/$1;
+    rewrite ^/absq/(.*)$ https://example.com/$1?;
+    rewrite ^/scheme/(.*)$ $scheme://other.test/$1;
+    rewrite ^/srv/(.*)$ /loc/$1 last;
+    rewrite ^/srvbreak/(.*)$ /loc/$1 break;
+    rewrite ^/chain1/(.*)$ /chain2/$1;
+    rewrite ^/chain2/(.*)$ /loc/chained/$1;
+    location /new/ { proxy_pass http://UP; }
+    location /loc/ {
+      proxy_set_header X-Uri $uri;
+      proxy_set_header X-Args $args;
+      proxy_pass http://UP;
+    }
+    location /lb/ {
+      rewrite ^/lb/last/(.*)$ /loc/$1 last;
+      rewrite ^/lb/break/(.*)$ /loc/$1 break;
+      rewrite ^/lb/none/(.*)$ /loc/$1;
+      rewrite ^/lb/args/(.*)$ /loc/$1?a=$1 last;
+      rewrite ^/lb/drop/(.*)$ /loc/$1? last;
+      rewrite ^/lb/both/(.*)$ /loc/$1?b=1? last;
+      rewrite ^/lb/(empty)$ $arg_nothing;
+      proxy_set_header X-Uri $uri;
+      proxy_set_header X-Here lb;
+      proxy_pass http://UP;
+    }
+    location /brk/ {
+      rewrite ^(.*)$ /loc$1;
+      break;
+      rewrite ^ /never;
+      proxy_set_header X-Uri $uri;
+      proxy_pass http://UP;
+    }
+    location /ret/ {
+      rewrite ^/ret/(.*)$ /x/$1;
+      return 200 "uri=$uri args=$args 1=$1\n";
+    }
+    location /c/ {
+      rewrite ^/c/x(x*)$ /c/$1 last;
+      return 200 "done $uri\n";
+    }
+    location /loop/ { rewrite ^ /loop/ last; }
+  }`
+	var reqs []diffReq
+	for _, tg := range []string{"/old/a?q=1", "/tmp/b", "/abs/c?z=2", "/absq/d?z=2", "/scheme/e",
+		"/srv/f?k=v", "/srvbreak/g", "/chain1/h", "/lb/last/i?q=1", "/lb/break/j?q=1", "/lb/none/k",
+		"/lb/args/l?q=1", "/lb/args/l", "/lb/drop/m?q=1", "/lb/both/n?q=1", "/lb/empty", "/brk/o", "/ret/p?r=1",
+		"/c/xxxxxxxxxx", "/c/xxxxxxxxxxx", "/loop/", "/old/%41%2Fb"} {
+		reqs = append(reqs, diffReq{target: tg})
+	}
+	runDiff(t, conf, reqs, map[string]string{
+		"/old/a?q=1":      "301 loc=http://h:PORT/new/a?q=1",
+		"/c/xxxxxxxxxx":   "done /c/",
+		"/c/xxxxxxxxxxx":  "500",
+		"/lb/break/j?q=1": "GET /loc/j?q=1",
+	})
+}
+
+// TestIfLikeNginx: each condition operator, if in a server, and the implicit
+// location of an if: its add_header replacing the location's, proxy_pass inside it
+// and the location's proxy_pass used from it.
+func TestIfLikeNginx(t *testing.T) {
+	dir := t.TempDir()
+	file, sub, exe := filepath.Join(dir, "file"), filepath.Join(dir, "sub"), filepath.Join(dir, "exe")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.Mkdir(sub, 0o755)
+	os.WriteFile(exe, []byte("x"), 0o755)
+	conf := `
+  server {
+    listen ADDR;
+    server_name redirect.test;
+    if ($scheme = http) { return 301 https://$host$request_uri; }
+  }
+  server {
+    listen ADDR;
+    server_name h;
+    if ($http_x_block) { return 403; }
+    if ($http_x_srv ~ ^go-(.+)$) { rewrite ^ /loc/$1 last; }
+    location /if/ {
+      set $r "";
+      if ($arg_a) { set $r "${r}var;"; }
+      if ($arg_a = yes) { set $r "${r}eq;"; }
+      if ($arg_a != yes) { set $r "${r}ne;"; }
+      if ($arg_a ~ ^y(.)) { set $r "${r}re:$1;"; }
+      if ($arg_a ~* ^Y(?<second>.)) { set $r "${r}rei:$second;"; }
+      if ($arg_a !~ ^y) { set $r "${r}nre;"; }
+      if ($arg_a !~* ^Y) { set $r "${r}nrei;"; }
+      if ( $arg_a = "two words" ) { set $r "${r}quoted;"; }
+      if (-f $arg_f) { set $r "${r}f;"; }
+      if (!-f $arg_f) { set $r "${r}!f;"; }
+      if (-d $arg_f) { set $r "${r}d;"; }
+      if (!-d $arg_f) { set $r "${r}!d;"; }
+      if (-e $arg_f) { set $r "${r}e;"; }
+      if (!-e $arg_f) { set $r "${r}!e;"; }
+      if (-x $arg_f) { set $r "${r}x;"; }
+      if (!-x $arg_f) { set $r "${r}!x;"; }
+      return 200 "r=$r\n";
+    }
+    location /ifp/ {
+      add_header X-Outer outer;
+      if ($arg_h) { add_header X-If $arg_h; }
+      if ($arg_to = other) { proxy_pass http://UP; }
+      if ($arg_ret) { return 200 "returned in if\n"; }
+      proxy_set_header X-Where parent;
+      proxy_pass http://UP;
+    }
+    location /ifuri/ {
+      proxy_pass http://UP/base/;
+      set $t 1;
+      if ($t) { }
+    }
+    location /ifrw/ {
+      if ($arg_go) { rewrite ^/ifrw/(.*)$ /loc/$1 last; }
+      return 200 "no\n";
+    }
+    location /loc/ {
+      proxy_set_header X-Uri $uri;
+      proxy_pass http://UP;
+    }
+  }`
+	conf = strings.ReplaceAll(conf, "DIR", dir)
+	var reqs []diffReq
+	for _, a := range []string{"", "yes", "yx", "Yz", "no", "0", "two%20words"} {
+		reqs = append(reqs, diffReq{target: "/if/?a=" + a})
+	}
+	for _, f := range []string{file, sub, exe, dir + "/missing"} {
+		reqs = append(reqs, diffReq{target: "/if/?f=" + f})
+	}
+	for _, tg := range []string{"/ifp/a", "/ifp/a?h=1", "/ifp/a?to=other", "/ifp/a?h=2&to=other", "/ifp/a?ret=1&h=3",
+		"/ifuri/x", "/ifrw/y?go=1", "/ifrw/y"} {
+		reqs = append(reqs, diffReq{target: tg})
+	}
+	reqs = append(reqs, diffReq{target: "/a?b", host: "redirect.test"},
+		diffReq{target: "/if/", hdr: []string{"X-Block: 1"}},
+		diffReq{target: "/x", hdr: []string{"X-Srv: go-there"}})
+	runDiff(t, conf, reqs, map[string]string{
+		"/a?b":            "301 loc=https://redirect.test/a?b",
+		"/if/?a=yx":       "r=var;ne;re:x;rei:x;",
+		"/ifp/a?h=1":      "fields=X-If: 1 ",
+		"/ifp/a?to=other": "X-Where: parent",
+	})
+}
+
+// TestCapturesLikeNginx: $1..$9 and named captures from location ~ and
+// server_name ~ regexes reach the upstream's fields.
+func TestCapturesLikeNginx(t *testing.T) {
+	conf := `
+  server {
+    listen ADDR;
+    server_name ~^(?<sub>[a-z]+)\.(?P<zone>cap)\.test$;
+    location / { return 200 "sub=$sub zone=$zone 1=$1 2=$2\n"; }
+    location ~ ^/in/(\d+)$ { return 200 "sub=$sub 1=$1 2=$2\n"; }
+  }
+  server {
+    listen ADDR;
+    server_name h;
+    location ~ ^/u/(?<user>[a-z]+)/(\d+)(/.*)?$ {
+      proxy_set_header X-User $user;
+      proxy_set_header X-Id $2;
+      proxy_set_header X-Rest "$3";
+      proxy_pass http://UP;
+    }
+    location ~* ^/CASE/(.+)$ { return 200 "case $1\n"; }
+    location ~ \.(?:png|jpg)$ { return 200 "image 1=$1\n"; }
+  }`
+	reqs := []diffReq{
+		{target: "/", host: "foo.cap.test"}, {target: "/", host: "Bar.CAP.test"},
+		{target: "/in/42", host: "foo.cap.test"},
+		{target: "/u/ann/7/x/y"}, {target: "/u/bob/8"}, {target: "/case/MiX"}, {target: "/a.png"},
+	}
+	runDiff(t, conf, reqs, map[string]string{"/u/bob/8": "X-Id: 8\nX-User: bob"})
+}
