@@ -69,7 +69,7 @@ type Request struct {
 	// Declared variables and regex captures (vars_declared.go).
 	vslots  []varSlot
 	varData []byte
-	caps    []int  // the last match's offsets into capData; ncaps of them are set
+	caps    []int // the last match's offsets into capData; ncaps of them are set
 	ncaps   int
 	capData []byte // the subject of the last match with captures
 	hostBuf []byte // Host as server names match it, for a server_name regex's captures
