@@ -123,6 +123,9 @@ func runDiff(t *testing.T, conf string, reqs []diffReq, want map[string]string) 
 	startNginx(t, mk(ng), ng)
 	for _, q := range reqs {
 		a, b := askRaw(t, np, q), askRaw(t, ng, q)
+		if os.Getenv("DIFF_LOG") != "" {
+			t.Logf("%s %s: %v", q.target, q.host, a)
+		}
 		if a != b {
 			t.Errorf("%s (Host %s %v):\nnumaproxy %v\nnginx     %v", q.target, q.host, q.hdr, a, b)
 		}
@@ -312,4 +315,126 @@ func TestCapturesLikeNginx(t *testing.T) {
 		{target: "/u/ann/7/x/y"}, {target: "/u/bob/8"}, {target: "/case/MiX"}, {target: "/a.png"},
 	}
 	runDiff(t, conf, reqs, map[string]string{"/u/bob/8": "X-Id: 8\nX-User: bob"})
+}
+
+// TestMapLikeNginx: the WebSocket idiom, exact, wildcard and regex keys with
+// hostnames, regex captures in values, values with variables, a map of a map, and
+// set's variable in another module's template.
+func TestMapLikeNginx(t *testing.T) {
+	conf := `
+  map $http_upgrade $connection_upgrade {
+    default upgrade;
+    ''      close;
+  }
+  map $http_host $hmap {
+    hostnames;
+    default none;
+    example.com exact;
+    *.example.com wild;
+    .dot.test dot;
+    www.example.* tail;
+    ~^(?<pre>[a-z]+)\.re\.test$ "re-$pre-$1";
+  }
+  map $uri $umap {
+    ~^/m/(\d+)$ num$1;
+    ~*^/M/CASE case;
+    /m/exact exact;
+    default "def $uri";
+  }
+  map $umap $chain { num1 one; default other; }
+  server {
+    listen ADDR;
+    location /ws/ {
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_pass http://UP;
+    }
+    location /m/ {
+      set $up_name "app:8080";
+      proxy_set_header X-Up $up_name;
+      proxy_set_header X-Hmap $hmap;
+      proxy_set_header X-Umap $umap;
+      proxy_set_header X-Chain $chain;
+      proxy_pass http://UP;
+    }
+  }`
+	reqs := []diffReq{
+		{target: "/ws/a", hdr: []string{"Upgrade: websocket"}}, {target: "/ws/b"},
+	}
+	for _, h := range []string{"example.com", "a.example.com", "a.b.example.com", "dot.test", "x.dot.test",
+		"www.example.org", "abc.re.test", "ABC.re.test", "other.test", "example.com.", "EXAMPLE.com"} {
+		reqs = append(reqs, diffReq{target: "/m/1", host: h})
+	}
+	for _, tg := range []string{"/m/1", "/m/22", "/M/case", "/m/CASE", "/m/exact", "/m/other"} {
+		reqs = append(reqs, diffReq{target: tg})
+	}
+	runDiff(t, conf, reqs, map[string]string{"/ws/a": "Connection: upgrade\nUpgrade: websocket"})
+}
+
+// TestGeoLikeNginx: geo by the client's address (connections from 127.0.0.x), by a
+// variable with ranges, with proxy and X-Forwarded-For, and delete.
+func TestGeoLikeNginx(t *testing.T) {
+	conf := `
+  geo $geo {
+    default zero;
+    127.0.0.0/24 lo24;
+    127.0.0.2/32 two;
+    127.0.1.0/24 one;
+  }
+  geo $arg_ip $geoarg {
+    ranges;
+    default no;
+    10.0.0.0-10.0.0.255 ten;
+    192.168.1.1-192.168.1.10 home;
+  }
+  geo $geoproxy {
+    proxy 127.0.0.0/8;
+    default no;
+    10.1.0.0/16 tenone;
+    127.0.0.0/8 lo;
+  }
+  geo $geodel {
+    default d;
+    127.0.0.0/8 lo;
+    delete 127.0.0.3/32;
+  }
+  server {
+    listen ADDR;
+    location / { return 200 "geo=$geo arg=$geoarg proxy=$geoproxy del=$geodel\n"; }
+  }`
+	var reqs []diffReq
+	for _, from := range []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.1.5", "127.0.2.1"} {
+		reqs = append(reqs, diffReq{target: "/?from=" + from, from: from})
+	}
+	for _, ip := range []string{"10.0.0.7", "192.168.1.5", "192.168.1.11", "bad", "::1"} {
+		reqs = append(reqs, diffReq{target: "/?ip=" + ip})
+	}
+	reqs = append(reqs, diffReq{target: "/xff", hdr: []string{"X-Forwarded-For: 10.1.2.3"}},
+		diffReq{target: "/xff2", hdr: []string{"X-Forwarded-For: 10.1.2.3, 8.8.8.8"}})
+	runDiff(t, conf, reqs, map[string]string{"/?from=127.0.0.2": "geo=two", "/xff": "proxy=tenone"})
+}
+
+// TestSplitClientsLikeNginx: many keys land in the same bucket as nginx's.
+func TestSplitClientsLikeNginx(t *testing.T) {
+	conf := `
+  split_clients "${arg_k}AAA" $bucket {
+    10%   a;
+    20.5% b;
+    50%   c;
+    *     d;
+  }
+  split_clients "$arg_k" $partial {
+    33.33% x;
+    33.33% y;
+  }
+  server {
+    listen ADDR;
+    location / { return 200 "$bucket $partial\n"; }
+  }`
+	var reqs []diffReq
+	for i := 0; i < 150; i++ {
+		reqs = append(reqs, diffReq{target: fmt.Sprintf("/?k=key%d", i*7919)})
+	}
+	runDiff(t, conf, reqs, nil)
 }
