@@ -237,17 +237,19 @@ func (t *Template) String() string { return t.raw }
 // Append evaluates the template for r into dst.
 func (t *Template) Append(dst []byte, r *Request) []byte {
 	for i := range t.parts {
-		p := &t.parts[i]
-		switch {
-		case p.v != nil:
-			dst = p.v.Get(dst, r, p.param)
-		case p.decl != nil:
-			dst = r.appendDeclared(dst, p.decl)
-		case p.capture != 0:
-			dst = r.appendCapture(dst, p.capture)
-		default:
-			dst = append(dst, p.lit...)
-		}
+		dst = t.parts[i].appendTo(dst, r)
 	}
 	return dst
+}
+
+func (p *part) appendTo(dst []byte, r *Request) []byte {
+	switch {
+	case p.v != nil:
+		return p.v.Get(dst, r, p.param)
+	case p.decl != nil:
+		return r.appendDeclared(dst, p.decl)
+	case p.capture != 0:
+		return r.appendCapture(dst, p.capture)
+	}
+	return append(dst, p.lit...)
 }

@@ -312,3 +312,43 @@ func (r *Request) appendCapture(dst []byte, n int) []byte {
 	}
 	return append(dst, r.capData[r.caps[2*n]:r.caps[2*n+1]]...)
 }
+
+// escapeArgs is the bytes nginx's ngx_escape_uri(NGX_ESCAPE_ARGS) encodes:
+// controls, space " # % & + ; < > ? \ ^ ` { | } DEL and non-ASCII.
+var escapeArgs = func() (t [256]bool) {
+	words := [8]uint32{0xffffffff, 0xd800086d, 0x50000000, 0xb8000001, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}
+	for c := range t {
+		t[c] = words[c>>5]&(1<<(c&31)) != 0
+	}
+	return t
+}()
+
+// AppendEscapedArgs appends s percent-encoded as ngx_escape_uri(NGX_ESCAPE_ARGS).
+func AppendEscapedArgs(dst, s []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, c := range s {
+		if escapeArgs[c] {
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		} else {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// AppendEscapingCaptures is Append with $1 ... $9 percent-encoded as
+// AppendEscapedArgs: nginx's rewrite does so in a redirect and in new arguments
+// when the client's path held "%" or "+" (r->quoted_uri, r->plus_in_uri).
+func (t *Template) AppendEscapingCaptures(dst []byte, r *Request) []byte {
+	for i := range t.parts {
+		p := &t.parts[i]
+		if p.capture == 0 {
+			dst = p.appendTo(dst, r)
+			continue
+		}
+		if n := p.capture; 2*n+1 < r.ncaps && r.caps[2*n] >= 0 {
+			dst = AppendEscapedArgs(dst, r.capData[r.caps[2*n]:r.caps[2*n+1]])
+		}
+	}
+	return dst
+}

@@ -148,6 +148,7 @@ func TestRewriteLikeNginx(t *testing.T) {
     rewrite ^/abs/(.*)$ http://example.com/$1;
     rewrite ^/absq/(.*)$ https://example.com/$1?;
     rewrite ^/scheme/(.*)$ $scheme://other.test/$1;
+    rewrite ^/lit/(.*)$ /x%41%20y%3fz%4/$1 redirect;
     rewrite ^/srv/(.*)$ /loc/$1 last;
     rewrite ^/srvbreak/(.*)$ /loc/$1 break;
     rewrite ^/chain1/(.*)$ /chain2/$1;
@@ -191,7 +192,8 @@ func TestRewriteLikeNginx(t *testing.T) {
 	for _, tg := range []string{"/old/a?q=1", "/tmp/b", "/abs/c?z=2", "/absq/d?z=2", "/scheme/e",
 		"/srv/f?k=v", "/srvbreak/g", "/chain1/h", "/lb/last/i?q=1", "/lb/break/j?q=1", "/lb/none/k",
 		"/lb/args/l?q=1", "/lb/args/l", "/lb/drop/m?q=1", "/lb/both/n?q=1", "/lb/empty", "/brk/o", "/ret/p?r=1",
-		"/c/xxxxxxxxxx", "/c/xxxxxxxxxxx", "/loop/", "/old/%41%2Fb"} {
+		"/c/xxxxxxxxxx", "/c/xxxxxxxxxxx", "/loop/", "/old/%41%2Fb", "/old/a%20b%23c%25d%26e+f?g=1",
+		"/old/a+b", "/lb/args/x%20y%26z?q=1", "/lb/args/x+y", "/lb/args/x&y", "/lit/a%20b?c=d", "/lit/e"} {
 		reqs = append(reqs, diffReq{target: tg})
 	}
 	runDiff(t, conf, reqs, map[string]string{

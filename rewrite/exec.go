@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"os"
 
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -93,8 +94,15 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 		r.Log().Info("\""+rw.re.String()+"\" matches \""+string(uri)+"\"", "client", r.RemoteAddr().String())
 	}
 	args, _ := r.Args()
+	quoted := quotedPath(r.Head().Path())
 	if rw.flag == flagRedirect {
-		loc := rw.path.Append(st.b[:0], r)
+		var loc []byte
+		if quoted {
+			loc = rw.path.AppendEscapingCaptures(st.b[:0], r)
+		} else {
+			loc = rw.path.Append(st.b[:0], r)
+		}
+		loc = unescapeRedirect(loc)
 		if rw.addArgs && len(args) > 0 {
 			loc = append(append(loc, '?'), args...)
 		}
@@ -113,6 +121,11 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 	st.a = path[:0]
 	newArgs := st.b[:0]
 	switch {
+	case rw.args != nil && quoted:
+		newArgs = rw.args.AppendEscapingCaptures(newArgs, r)
+		if rw.addArgs && len(args) > 0 {
+			newArgs = append(append(newArgs, '&'), args...)
+		}
 	case rw.args != nil:
 		newArgs = rw.args.Append(newArgs, r)
 		if rw.addArgs && len(args) > 0 {
@@ -140,6 +153,73 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 	}
 	r.SetRewritten(true)
 	return httpcore.Declined, false
+}
+
+// quotedPath reports a client path with "%" or "+", nginx's r->quoted_uri and
+// r->plus_in_uri: then captures in a redirect or in new arguments are escaped.
+func quotedPath(p []byte) bool {
+	return bytes.IndexByte(p, '%') >= 0 || bytes.IndexByte(p, '+') >= 0
+}
+
+// unescapeRedirect decodes, in place, the escapes of a redirect's URL up to its
+// "?" that stand for the characters between "%" and DEL, as nginx's
+// ngx_unescape_uri(NGX_UNESCAPE_REDIRECT): what a capture's escaping encoded and
+// a URL may hold as it is comes back.
+func unescapeRedirect(b []byte) []byte {
+	d := 0
+	for s := 0; s < len(b); s++ {
+		c := b[s]
+		if c == '?' {
+			return append(b[:d], b[s:]...)
+		}
+		if c != '%' {
+			b[d] = c
+			d++
+			continue
+		}
+		if s+1 >= len(b) {
+			break // a lone "%" at the end is dropped, as nginx
+		}
+		h1, ok1 := unhex(b[s+1])
+		if !ok1 {
+			b[d] = b[s+1] // "%" and an invalid character: the character stays
+			d++
+			s++
+			continue
+		}
+		if s+2 >= len(b) {
+			break
+		}
+		h2, ok2 := unhex(b[s+2])
+		if !ok2 {
+			s += 2 // the invalid escape is dropped
+			continue
+		}
+		ch := h1<<4 | h2
+		switch {
+		case ch == '?':
+			b[d] = ch
+			return append(b[:d+1], b[s+3:]...)
+		case ch > '%' && ch < 0x7f:
+			b[d] = ch
+			d++
+		default:
+			b[d], b[d+1], b[d+2] = '%', b[s+1], b[s+2]
+			d += 3
+		}
+		s += 2
+	}
+	return b[:d]
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c|0x20 >= 'a' && c|0x20 <= 'f':
+		return c|0x20 - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // fileTest stats a path for -f -d -e -x. nginx's open_file_cache is not there: the
