@@ -30,7 +30,7 @@ type Phase uint8
 
 const (
 	PostReadPhase      Phase = iota // the head is read (realip would run here)
-	ServerRewritePhase              // the server level's rewrite directives (return)
+	ServerRewritePhase              // the server level's rewrite directives
 	FindConfigPhase                 // the core finds the location (no module handlers)
 	RewritePhase                    // the location's rewrite directives
 	PostRewritePhase                // the core: back to find config when the URI changed (no module handlers)
