@@ -33,7 +33,7 @@ const (
 	ServerRewritePhase              // the server level's rewrite directives
 	FindConfigPhase                 // the core finds the location (no module handlers)
 	RewritePhase                    // the location's rewrite directives
-	PostRewritePhase                // the core: back to find config when the URI changed (no module handlers)
+	PostRewritePhase                // the core: back to find config when a rewrite changed the URI (no module handlers)
 	PreaccessPhase                  // limits
 	AccessPhase                     // allow/deny, auth
 	PrecontentPhase                 // try_files, mirror
