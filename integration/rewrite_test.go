@@ -440,3 +440,38 @@ func TestSplitClientsLikeNginx(t *testing.T) {
 	}
 	runDiff(t, conf, reqs, nil)
 }
+
+// TestRewriteLogAndUninitialized: rewrite_log puts each rewrite's match and result
+// in the error log (nginx's notice level), and a variable that only set gives a
+// value, used before it got one, is empty with nginx's warning unless
+// uninitialized_variable_warn is off.
+func TestRewriteLogAndUninitialized(t *testing.T) {
+	addr := addrFor(t)
+	in := startHTTP(t, `
+  server {
+    listen `+addr+`;
+    rewrite_log on;
+    location /a/ {
+      rewrite ^/a/(.*)$ /b/$1;
+      return 200 "[$late]\n";
+    }
+    location /q/ {
+      uninitialized_variable_warn off;
+      return 200 "[$quiet]\n";
+    }
+    location /set/ { set $late x; set $quiet y; }
+  }`, addr)
+	for _, tc := range [][2]string{{"/a/x?k=v", "[]\n"}, {"/q/", "[]\n"}} {
+		if r := askRaw(t, addr, diffReq{target: tc[0]}); r.status != 200 || r.body != tc[1] {
+			t.Errorf("%s: %v", tc[0], r)
+		}
+	}
+	in.waitLog(`[notice] `) // the level nginx logs rewrite_log at
+	in.waitLog(`"^/a/(.*)$" matches "/a/x"`)
+	in.waitLog(`rewritten data: "/b/x", args: "k=v"`)
+	in.waitLog(`[warn] `)
+	in.waitLog(`using uninitialized "late" variable`)
+	if fileContains(in.path("logs/error.log"), `"quiet`) {
+		t.Error("uninitialized_variable_warn off still warns")
+	}
+}

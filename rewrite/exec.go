@@ -2,8 +2,10 @@ package rewrite
 
 import (
 	"bytes"
+	"context"
 	"os"
 
+	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/httpcore"
 )
 
@@ -85,13 +87,13 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 	uri := r.URI()
 	if !r.Regex(rw.re, uri) {
 		if lc.Log {
-			r.Log().Info("\""+rw.re.String()+"\" does not match \""+string(uri)+"\"", "client", r.RemoteAddr().String())
+			notice(r, "\""+rw.re.String()+"\" does not match \""+string(uri)+"\"")
 		}
 		r.ClearCaptures()
 		return httpcore.Declined, false
 	}
 	if lc.Log {
-		r.Log().Info("\""+rw.re.String()+"\" matches \""+string(uri)+"\"", "client", r.RemoteAddr().String())
+		notice(r, "\""+rw.re.String()+"\" matches \""+string(uri)+"\"")
 	}
 	args, _ := r.Args()
 	quoted := quotedPath(r.Head().Path())
@@ -108,7 +110,7 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 		}
 		st.b = loc[:0]
 		if lc.Log {
-			r.Log().Info("rewritten redirect: \""+string(loc)+"\"", "client", r.RemoteAddr().String())
+			notice(r, "rewritten redirect: \""+string(loc)+"\"")
 		}
 		if !r.DiscardRequestBody() {
 			return 400, true
@@ -136,7 +138,7 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 	}
 	st.b = newArgs[:0]
 	if lc.Log {
-		r.Log().Info("rewritten data: \""+string(path)+"\", args: \""+string(newArgs)+"\"", "client", r.RemoteAddr().String())
+		notice(r, "rewritten data: \""+string(path)+"\", args: \""+string(newArgs)+"\"")
 	}
 	if len(path) == 0 {
 		r.Log().Error("the rewritten URI has a zero length", "client", r.RemoteAddr().String())
@@ -153,6 +155,11 @@ func doRewrite(r *httpcore.Request, st *loopState, lc *LocConf, rw *rewriteOp) (
 	}
 	r.SetRewritten(true)
 	return httpcore.Declined, false
+}
+
+// notice logs a rewrite_log line at nginx's notice level.
+func notice(r *httpcore.Request, msg string) {
+	r.Log().Log(context.Background(), errorlog.LevelNotice, msg, "client", r.RemoteAddr().String())
 }
 
 // quotedPath reports a client path with "%" or "+", nginx's r->quoted_uri and

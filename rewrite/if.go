@@ -166,7 +166,7 @@ func (c *ifOp) holds(r *httpcore.Request, st *loopState, lc *LocConf) bool {
 			if !ok {
 				verb = "\" does not match \""
 			}
-			r.Log().Info("\""+c.re.String()+verb+string(left)+"\"", "client", r.RemoteAddr().String())
+			notice(r, "\""+c.re.String()+verb+string(left)+"\"")
 		}
 		if !ok {
 			r.ClearCaptures()
