@@ -169,3 +169,13 @@ func (s *Server) Conf(m *Module) any { return s.confs[m] }
 
 // Conf returns module m's config for this location, merged with its parents'.
 func (l *Location) Conf(m *Module) any { return l.confs[m] }
+
+// Owner is the location an if block's implicit location stands in, itself for any
+// other (nil for nil): the one whose path and kind a module reads, as nginx gives
+// the if's location its enclosing location's name.
+func (l *Location) Owner() *Location {
+	for l != nil && l.Kind == LocIf {
+		l = l.Parent
+	}
+	return l
+}

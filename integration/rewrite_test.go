@@ -20,9 +20,15 @@ import (
 // what the upstream received (it echoes its request) must be equal.
 
 // echoRequestBackend answers every request with the request it received: method, URI
-// and the X- fields, sorted.
+// and the X- fields, sorted; with "redirect" in the arguments it answers 302 to its
+// own address and the path.
 func echoRequestBackend(t *testing.T) *backend {
 	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.RawQuery, "redirect") {
+			w.Header().Set("Location", "http://"+r.Host+r.URL.Path)
+			w.WriteHeader(302)
+			return
+		}
 		var names []string
 		for k := range r.Header {
 			if strings.HasPrefix(k, "X-") || k == "Connection" || k == "Upgrade" {
@@ -257,6 +263,16 @@ func TestIfLikeNginx(t *testing.T) {
       set $t 1;
       if ($t) { }
     }
+    location = /ifexact {
+      proxy_pass http://UP/base;
+      set $t 1;
+      if ($t) { }
+    }
+    location /ifredir/ {
+      proxy_pass http://UP/r/;
+      set $t 1;
+      if ($t) { }
+    }
     location /ifrw/ {
       if ($arg_go) { rewrite ^/ifrw/(.*)$ /loc/$1 last; }
       return 200 "no\n";
@@ -275,7 +291,7 @@ func TestIfLikeNginx(t *testing.T) {
 		reqs = append(reqs, diffReq{target: "/if/?f=" + f})
 	}
 	for _, tg := range []string{"/ifp/a", "/ifp/a?h=1", "/ifp/a?to=other", "/ifp/a?h=2&to=other", "/ifp/a?ret=1&h=3",
-		"/ifuri/x", "/ifrw/y?go=1", "/ifrw/y"} {
+		"/ifuri/x", "/ifrw/y?go=1", "/ifrw/y", "/ifexact", "/ifexact?a=1", "/ifredir/x?redirect"} {
 		reqs = append(reqs, diffReq{target: tg})
 	}
 	reqs = append(reqs, diffReq{target: "/a?b", host: "redirect.test"},

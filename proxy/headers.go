@@ -122,7 +122,7 @@ func (lc *LocConf) hides(name []byte) bool {
 // http://backend/ becomes /.
 func (ex *exchange) appendRedirected(h, value []byte) ([]byte, bool) {
 	lcf := ex.lc
-	if loc := ex.r.Location(); lcf.Pass != nil && lcf.redirectDefault && loc != nil &&
+	if loc := ex.r.Location().Owner(); lcf.Pass != nil && lcf.redirectDefault && loc != nil &&
 		(loc.Kind == conf.LocPrefix || loc.Kind == conf.LocPrefixNoRegex || loc.Kind == conf.LocExact) {
 		from, to := "http://"+lcf.Pass.Host+"/", "/"
 		if lcf.Pass.HasURI {
