@@ -237,7 +237,17 @@ func (t *Template) String() string { return t.raw }
 // Append evaluates the template for r into dst.
 func (t *Template) Append(dst []byte, r *Request) []byte {
 	for i := range t.parts {
-		dst = t.parts[i].appendTo(dst, r)
+		p := &t.parts[i]
+		switch {
+		case p.v != nil:
+			dst = p.v.Get(dst, r, p.param)
+		case p.decl != nil:
+			dst = r.appendDeclared(dst, p.decl)
+		case p.capture != 0:
+			dst = r.appendCapture(dst, p.capture)
+		default:
+			dst = append(dst, p.lit...)
+		}
 	}
 	return dst
 }
