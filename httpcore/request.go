@@ -67,12 +67,13 @@ type Request struct {
 	ctx        [maxKeys]any
 
 	// Declared variables and regex captures (vars_declared.go).
-	vslots  []varSlot
-	varData []byte
-	caps    []int // the last match's offsets into capData; ncaps of them are set
-	ncaps   int
-	capData []byte // the subject of the last match with captures
-	hostBuf []byte // Host as server names match it, for a server_name regex's captures
+	vslots   []varSlot
+	varData  []byte
+	caps     []int // the last match's offsets into capData; ncaps of them are set
+	ncaps    int
+	varDepth int    // declared variables being computed inside one another
+	capData  []byte // the subject of the last match with captures
+	hostBuf  []byte // Host as server names match it, for a server_name regex's captures
 	// rewritten: a rewrite changed $uri in the rewrite phase: the post-rewrite phase
 	// looks for the location again (nginx's r->uri_changed).
 	rewritten bool

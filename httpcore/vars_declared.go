@@ -201,8 +201,11 @@ type varSlot struct {
 const (
 	slotUnset uint8 = iota
 	slotValid
-	slotBusy // being computed: a variable that needs itself gets nothing
 )
+
+// maxVarDepth bounds variables computed inside one another, nginx's
+// ngx_http_variable_depth: a map of itself stops there.
+const maxVarDepth = 100
 
 // maxVarData bounds the value buffer a request state keeps for the next request.
 const maxVarData = 64 << 10
@@ -220,7 +223,7 @@ func (r *Request) resetVars() {
 		r.varData = nil
 	}
 	r.varData = r.varData[:0]
-	r.ncaps = 0
+	r.ncaps, r.varDepth = 0, 0
 }
 
 // appendDeclared appends the request's value of d.
@@ -229,12 +232,8 @@ func (r *Request) appendDeclared(dst []byte, d *Declared) []byte {
 		return dst // a template of another snapshot: cannot happen
 	}
 	s := &r.vslots[d.Index]
-	switch s.state {
-	case slotValid:
+	if s.state == slotValid {
 		return append(dst, r.varData[s.off:s.off+s.n]...)
-	case slotBusy:
-		r.Log().Error("cycle while evaluating variable \""+d.Name+"\"", "client", r.c.remote.String())
-		return dst
 	}
 	if d.Get == nil {
 		if d.Unset != nil {
@@ -242,11 +241,15 @@ func (r *Request) appendDeclared(dst []byte, d *Declared) []byte {
 		}
 		return dst
 	}
-	s.state = slotBusy
+	if r.varDepth >= maxVarDepth {
+		r.Log().Error("cycle while evaluating variable \""+d.Name+"\"", "client", r.c.remote.String())
+		return dst
+	}
+	r.varDepth++
 	start := len(dst)
 	dst = d.Get(dst, r)
+	r.varDepth--
 	if d.Volatile {
-		r.vslots[d.Index].state = slotUnset
 		return dst
 	}
 	r.SetVariable(d, dst[start:])

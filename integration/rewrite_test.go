@@ -360,6 +360,8 @@ func TestMapLikeNginx(t *testing.T) {
     default "def $uri";
   }
   map $umap $chain { num1 one; default other; }
+  map $cycle_b $cycle_a { default "x$cycle_b"; }
+  map $cycle_a $cycle_b { default "y$cycle_a"; }
   server {
     listen ADDR;
     location /ws/ {
@@ -368,6 +370,7 @@ func TestMapLikeNginx(t *testing.T) {
       proxy_set_header Connection $connection_upgrade;
       proxy_pass http://UP;
     }
+    location = /cycle { return 200 "[$cycle_a]\n"; }
     location /m/ {
       set $up_name "app:8080";
       proxy_set_header X-Up $up_name;
@@ -378,7 +381,7 @@ func TestMapLikeNginx(t *testing.T) {
     }
   }`
 	reqs := []diffReq{
-		{target: "/ws/a", hdr: []string{"Upgrade: websocket"}}, {target: "/ws/b"},
+		{target: "/ws/a", hdr: []string{"Upgrade: websocket"}}, {target: "/ws/b"}, {target: "/cycle"},
 	}
 	for _, h := range []string{"example.com", "a.example.com", "a.b.example.com", "dot.test", "x.dot.test",
 		"www.example.org", "abc.re.test", "ABC.re.test", "other.test", "example.com.", "EXAMPLE.com"} {
