@@ -318,6 +318,7 @@ func TestCapturesLikeNginx(t *testing.T) {
   server {
     listen ADDR;
     server_name h;
+    set $srvset "server-level";
     location ~ ^/u/(?<user>[a-z]+)/(\d+)(/.*)?$ {
       proxy_set_header X-User $user;
       proxy_set_header X-Id $2;
@@ -325,12 +326,20 @@ func TestCapturesLikeNginx(t *testing.T) {
       proxy_pass http://UP;
     }
     location ~* ^/CASE/(.+)$ { return 200 "case $1\n"; }
+    location ~ ^/keep/(.+)$ {
+      rewrite ^/keep/(a)(b)$ /keep/$2$1;
+      set $after_rewrite "$1,$2";
+      if ($arg_x ~ (z)) { }
+      return 200 "[$after_rewrite] [$1] $uri\n";
+    }
+    location ~ ^/srvset/ { return 200 "[$srvset] [$1]\n"; }
     location ~ \.(?:png|jpg)$ { return 200 "image 1=$1\n"; }
   }`
 	reqs := []diffReq{
 		{target: "/", host: "foo.cap.test"}, {target: "/", host: "Bar.CAP.test"},
 		{target: "/in/42", host: "foo.cap.test"},
 		{target: "/u/ann/7/x/y"}, {target: "/u/bob/8"}, {target: "/case/MiX"}, {target: "/a.png"},
+		{target: "/keep/ab"}, {target: "/keep/cd"}, {target: "/keep/ab?x=z"}, {target: "/keep/cd?x=y"}, {target: "/srvset/"},
 	}
 	runDiff(t, conf, reqs, map[string]string{"/u/bob/8": "X-Id: 8\nX-User: bob"})
 }
