@@ -22,6 +22,9 @@ type Variable struct {
 	Param func(rest string) string
 	// Get appends the value for r to dst. It must not allocate on the steady path.
 	Get func(dst []byte, r *Request, param string) []byte
+	// Set gives the variable a value (nil: set cannot), as nginx's set_handler:
+	// "set $args ...".
+	Set func(r *Request, v []byte)
 }
 
 // Variables is a registry: every module's variables by name. A configuration's

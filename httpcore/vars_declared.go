@@ -153,6 +153,15 @@ func (v *Variables) seal() error {
 	return nil
 }
 
+// Settable returns the module variable called name that set may give a value to
+// ($args), or nil.
+func (v *Variables) Settable(name string) *Variable {
+	if d := v.names[strings.ToLower(name)]; d != nil && d.Set != nil {
+		return d
+	}
+	return nil
+}
+
 // Declared returns the declared variable called name, or nil.
 func (v *Variables) Declared(name string) *Declared { return v.declared[strings.ToLower(name)] }
 

@@ -188,6 +188,15 @@ func TestRewriteLikeNginx(t *testing.T) {
       rewrite ^/ret/(.*)$ /x/$1;
       return 200 "uri=$uri args=$args 1=$1\n";
     }
+    location /setargs/ {
+      set $args "a=1&$args";
+      proxy_set_header X-Args $args;
+      proxy_pass http://UP;
+    }
+    location /setargs2/ {
+      set $args "";
+      proxy_pass http://UP;
+    }
     location /c/ {
       rewrite ^/c/x(x*)$ /c/$1 last;
       return 200 "done $uri\n";
@@ -199,7 +208,8 @@ func TestRewriteLikeNginx(t *testing.T) {
 		"/srv/f?k=v", "/srvbreak/g", "/chain1/h", "/lb/last/i?q=1", "/lb/break/j?q=1", "/lb/none/k",
 		"/lb/args/l?q=1", "/lb/args/l", "/lb/drop/m?q=1", "/lb/both/n?q=1", "/lb/empty", "/brk/o", "/ret/p?r=1",
 		"/c/xxxxxxxxxx", "/c/xxxxxxxxxxx", "/loop/", "/old/%41%2Fb", "/old/a%20b%23c%25d%26e+f?g=1",
-		"/old/a+b", "/lb/args/x%20y%26z?q=1", "/lb/args/x+y", "/lb/args/x&y", "/lit/a%20b?c=d", "/lit/e"} {
+		"/old/a+b", "/lb/args/x%20y%26z?q=1", "/lb/args/x+y", "/lb/args/x&y", "/lit/a%20b?c=d", "/lit/e",
+		"/setargs/x?b=2", "/setargs/x%20y", "/setargs2/y?q=1"} {
 		reqs = append(reqs, diffReq{target: tg})
 	}
 	runDiff(t, conf, reqs, map[string]string{

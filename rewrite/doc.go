@@ -20,11 +20,11 @@
 // none of its own.
 //
 // set declares its variable in the configuration's variables (httpcore.Declared),
-// so every module's templates may use it; its value lives in the request.
+// so every module's templates may use it; its value lives in the request. "set
+// $args" changes the request's arguments, as nginx's.
 //
 // Differences from nginx: -f -d -e -x stat the file on the loop (no
-// open_file_cache); set cannot give a value to a variable a module owns, such as
-// $args or $limit_rate ("the duplicate variable"); a regex match with groups
-// allocates once (Go's regexp), a request through set, non-matching rewrites, if
-// and return does not.
+// open_file_cache); set cannot give a value to another variable a module owns
+// ("the duplicate variable"); a regex match with groups allocates once (Go's
+// regexp), a request through set, non-matching rewrites, if and return does not.
 package rewrite

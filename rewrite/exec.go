@@ -17,12 +17,16 @@ func exec(r *httpcore.Request, st *loopState, lc *LocConf, ops []op) (rc httpcor
 		o := &ops[i]
 		switch o.kind {
 		case opSet:
-			if o.set.isStatic {
-				r.SetVariable(o.set.v, o.set.static)
-				continue
+			v := o.set.static
+			if !o.set.isStatic {
+				st.a = o.set.value.Append(st.a[:0], r)
+				v = st.a
 			}
-			st.a = o.set.value.Append(st.a[:0], r)
-			r.SetVariable(o.set.v, st.a)
+			if o.set.owned != nil {
+				o.set.owned.Set(r, v)
+			} else {
+				r.SetVariable(o.set.v, v)
+			}
 		case opReturn:
 			return doReturn(r, st, o.ret), true
 		case opBreak:

@@ -161,6 +161,7 @@ func setBreak(c *conf.Cursor, s *conf.Stmt) error {
 // setOp is "set $variable value".
 type setOp struct {
 	v        *httpcore.Declared
+	owned    *httpcore.Variable // a module's variable that takes a value ($args), instead of v
 	value    *httpcore.Template
 	static   []byte // the value when it has no variables (isStatic)
 	isStatic bool
@@ -175,18 +176,22 @@ func setSet(c *conf.Cursor, s *conf.Stmt) error {
 	if err != nil {
 		return err
 	}
-	d, err := vars.Declare(name[1:])
-	if err != nil {
-		return s.Errorf("%s", err)
-	}
-	if d.Get == nil {
-		d.Unset = warnUnset
+	so := &setOp{owned: vars.Settable(name[1:])}
+	if so.owned == nil {
+		d, err := vars.Declare(name[1:])
+		if err != nil {
+			return s.Errorf("%s", err)
+		}
+		if d.Get == nil {
+			d.Unset = warnUnset
+		}
+		so.v = d
 	}
 	t, err := httpcore.CompileTemplate(c, s.Args[1].Value)
 	if err != nil {
 		return s.InvalidValue(s.Args[1], err.Error())
 	}
-	so := &setOp{v: d, value: t}
+	so.value = t
 	if t.Static() {
 		so.static, so.isStatic = t.Append(nil, nil), true
 	}
