@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzTranslate -fuzztime=$(FUZZTIME) ./pcre/
+	$(GO) test -run='^$$' -fuzz=FuzzRewriteDirectives -fuzztime=$(FUZZTIME) ./rewrite/
 
 # Regenerates the README's directive reference from the registry.
 docs:

@@ -2,8 +2,9 @@ package conf
 
 import (
 	"net/netip"
-	"regexp"
 	"time"
+
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // Config is one complete, validated configuration snapshot. It is built by Load and
@@ -125,8 +126,8 @@ const (
 // ServerName is one server_name entry, lower-cased like nginx.
 type ServerName struct {
 	Kind  ServerNameKind
-	Name  string         // for wildcards, without the "*." or ".*"
-	Regex *regexp.Regexp // NameRegex only
+	Name  string       // for wildcards, without the "*." or ".*"
+	Regex *pcre.Regexp // NameRegex only
 	Pos   Pos
 }
 
@@ -140,13 +141,17 @@ const (
 	LocRegex                             // location ~ re
 	LocRegexCaseless                     // location ~* re
 	LocNamed                             // location @name
+	// LocIf is the implicit location of an "if" block inside a location, as
+	// nginx's: never searched for, entered when its condition holds; it inherits
+	// from the enclosing location (its Parent) as a nested location does.
+	LocIf
 )
 
 // Location is one location block.
 type Location struct {
 	Kind      LocationKind
-	Path      string // the prefix, exact path, regex source or @name
-	Regex     *regexp.Regexp
+	Path      string // the prefix, exact path, regex source or @name (an if's: its parent's)
+	Regex     *pcre.Regexp
 	Locations []*Location // nested, in file order
 	Parent    *Location   // nil at server level
 	Pos       Pos
@@ -164,3 +169,13 @@ func (s *Server) Conf(m *Module) any { return s.confs[m] }
 
 // Conf returns module m's config for this location, merged with its parents'.
 func (l *Location) Conf(m *Module) any { return l.confs[m] }
+
+// Owner is the location an if block's implicit location stands in, itself for any
+// other (nil for nil): the one whose path and kind a module reads, as nginx gives
+// the if's location its enclosing location's name.
+func (l *Location) Owner() *Location {
+	for l != nil && l.Kind == LocIf {
+		l = l.Parent
+	}
+	return l
+}

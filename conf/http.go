@@ -1,13 +1,15 @@
 package conf
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // httpDirectives declares the http skeleton: the blocks and the directives that say
@@ -196,7 +198,10 @@ func isDigits(s string) bool {
 func setServerName(c *Cursor, s *Stmt) error {
 	for _, a := range s.Args {
 		names, err := parseServerName(a.Value)
-		if err != nil {
+		var pe *pcre.Error
+		if errors.As(err, &pe) {
+			return &Error{Pos: a.Pos, Msg: err.Error(), Err: err}
+		} else if err != nil {
 			return s.InvalidValue(a, err.Error())
 		}
 		for i := range names {
@@ -210,9 +215,10 @@ func setServerName(c *Cursor, s *Stmt) error {
 // parseServerName reads one server_name argument; ".example.com" gives two names.
 func parseServerName(v string) ([]ServerName, error) {
 	if strings.HasPrefix(v, "~") {
-		re, err := regexp.Compile(v[1:])
+		// nginx compiles server names caselessly: Host is matched lower-cased.
+		re, err := pcre.Compile(v[1:], true)
 		if err != nil {
-			return nil, fmt.Errorf("regex does not compile: %v", err)
+			return nil, regexError(err)
 		}
 		return []ServerName{{Kind: NameRegex, Name: v[1:], Regex: re}}, nil
 	}
@@ -297,17 +303,56 @@ func parseLocation(s *Stmt) (*Location, error) {
 		return nil, s.InvalidValue(path, "empty location")
 	}
 	if loc.Kind == LocRegex || loc.Kind == LocRegexCaseless {
-		src := loc.Path
-		if loc.Kind == LocRegexCaseless {
-			src = "(?i)" + src
-		}
-		re, err := regexp.Compile(src)
+		re, err := pcre.Compile(loc.Path, loc.Kind == LocRegexCaseless)
 		if err != nil {
-			return nil, s.InvalidValue(path, fmt.Sprintf("regex does not compile: %v", err))
+			return nil, &Error{Pos: path.Pos, Msg: regexError(err).Error(), Err: err}
 		}
 		loc.Regex = re
 	}
 	return loc, nil
+}
+
+// regexError is nginx's message for a pattern that does not compile; pcre's own
+// says what RE2 cannot do. The caller adds file:line.
+func regexError(err error) error {
+	var pe *pcre.Error
+	if errors.As(err, &pe) {
+		return fmt.Errorf("pcre2_compile() failed: %w", pe)
+	}
+	return err
+}
+
+// CompileRegex compiles a directive's regular expression with pcre, the error
+// positioned at the argument, for modules (rewrite, if, map).
+func CompileRegex(arg Token, caseless bool) (*pcre.Regexp, error) {
+	re, err := pcre.Compile(arg.Value, caseless)
+	if err != nil {
+		return nil, &Error{Pos: arg.Pos, Msg: regexError(err).Error(), Err: err}
+	}
+	return re, nil
+}
+
+// ParseIf parses the { } of an "if" directive standing at c, as nginx's
+// ngx_http_rewrite_if: inside a location (or a location's if) the block is an
+// implicit location (LocIf) nested in it, parsed in LocIfCtx; inside a server (or
+// a server's if) it is parsed in SrvIfCtx with configs of its own. It returns the
+// location (nil in a server) and the calling module's config of the block.
+func (c *Cursor) ParseIf(s *Stmt) (*Location, any, error) {
+	child := *c
+	child.Block, child.seen = nil, map[string]bool{}
+	child.confs = newHTTPConfs(c.p.reg)
+	var loc *Location
+	if c.Location != nil && c.Ctx&(LocationCtx|LocIfCtx) != 0 {
+		loc = &Location{Kind: LocIf, Path: c.Location.Path, Parent: c.Location, Pos: s.Pos, confs: child.confs}
+		c.Location.Locations = append(c.Location.Locations, loc)
+		child.Location, child.Ctx = loc, LocIfCtx
+	} else {
+		child.Ctx = SrvIfCtx
+	}
+	if err := c.p.parseBlock(&child, true); err != nil {
+		return nil, nil, err
+	}
+	return loc, child.confs[c.module], nil
 }
 
 // checkNesting applies nginx's rules for a location inside another.

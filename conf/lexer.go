@@ -85,6 +85,12 @@ func (lx *lexer) next() ([]Token, terminator, error) {
 				return args, endSemicolon, nil
 			case ch == '{':
 				return args, endBlockStart, nil
+			case ch == ')':
+				// nginx lets a quoted word end an if's condition: ($a = "b")
+				// gives "(a", "=", "b", ")" here, the parenthesis a word of its own.
+				args = append(args, Token{Value: ")", Pos: lx.pos()})
+				lastSpace, needSpace = true, false
+				continue
 			default:
 				return nil, 0, errorf(lx.pos(), `unexpected "%c"`, ch)
 			}

@@ -67,6 +67,14 @@ func (c *Cursor) HTTPConfOf(m *Module) any { return c.confs[m] }
 // MainConf returns the calling directive's module config for the whole snapshot.
 func (c *Cursor) MainConf() any { return c.p.cfg.mains[c.module] }
 
+// Pos is where the parser stands: the end of the directive being set.
+func (c *Cursor) Pos() Pos {
+	if c.lx == nil {
+		return Pos{}
+	}
+	return c.lx.pos()
+}
+
 // Path resolves a file name from the configuration against the prefix, as nginx does.
 func (c *Cursor) Path(name string) string { return c.p.path(name) }
 

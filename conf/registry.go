@@ -15,8 +15,10 @@ const (
 	ServerCtx                       // http { server { } }
 	LocationCtx                     // location { }, at any depth
 	UpstreamCtx                     // http { upstream NAME { } }
+	SrvIfCtx                        // if ( ) { } in a server, nginx's NGX_HTTP_SIF_CONF
+	LocIfCtx                        // if ( ) { } in a location, nginx's NGX_HTTP_LIF_CONF
 
-	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx
+	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx | SrvIfCtx | LocIfCtx
 )
 
 var contextNames = []struct {
@@ -24,7 +26,7 @@ var contextNames = []struct {
 	name string
 }{
 	{MainCtx, "main"}, {EventsCtx, "events"}, {HTTPCtx, "http"}, {ServerCtx, "server"},
-	{LocationCtx, "location"}, {UpstreamCtx, "upstream"},
+	{LocationCtx, "location"}, {UpstreamCtx, "upstream"}, {SrvIfCtx, "if in server"}, {LocIfCtx, "if in location"},
 }
 
 func (c Context) String() string {

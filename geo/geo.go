@@ -13,10 +13,11 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
-// Module declares geo. It is not registered yet: the HTTP core will register it
-// with the variables it defines.
+// Module declares geo; each block defines its variable in the configuration's
+// variables, computed once a request (unless volatile).
 var Module = &conf.Module{
 	Name: "geo",
 	Directives: []conf.Directive{
@@ -37,9 +38,56 @@ func setGeo(c *conf.Cursor, s *conf.Stmt) error {
 	if err != nil {
 		return err
 	}
+	if err := g.define(c); err != nil {
+		return err
+	}
 	gc := c.MainConf().(*Conf)
 	gc.Geos = append(gc.Geos, g)
 	return nil
+}
+
+// define defines the block's variable: the value for the client's address, or the
+// address the source variable holds, as ngx_http_geo_addr finds it.
+func (g *Geo) define(c *conf.Cursor) error {
+	vars, err := httpcore.ConfigVariables(c)
+	if err != nil {
+		return err
+	}
+	var src *httpcore.Template
+	if g.Source != "" {
+		if src, err = httpcore.CompileTemplate(c, "$"+g.Source); err != nil {
+			return &conf.Error{Pos: g.Pos, Msg: err.Error()}
+		}
+	}
+	get := func(dst []byte, r *httpcore.Request) []byte {
+		var addr netip.Addr
+		if src == nil {
+			addr = r.RemoteAddr().Addr()
+		} else {
+			start := len(dst)
+			dst = src.Append(dst, r)
+			addr = ParseAddr(dst[start:])
+			dst = dst[:start]
+		}
+		if len(g.Proxies) > 0 {
+			addr = g.Addr(addr, forwardedFor(r))
+		}
+		return append(dst, g.Values[g.Lookup(addr)]...)
+	}
+	if _, err := vars.Define(g.Var, get, g.Volatile); err != nil {
+		return &conf.Error{Pos: g.Pos, Msg: err.Error()}
+	}
+	return nil
+}
+
+// forwardedFor is the request's X-Forwarded-For fields' values in order.
+func forwardedFor(r *httpcore.Request) [][]byte {
+	h := &r.Head().Headers
+	var xff [][]byte
+	for i := h.Index("x-forwarded-for", 0); i >= 0; i = h.Index("x-forwarded-for", i+1) {
+		xff = append(xff, h.Value(i))
+	}
+	return xff
 }
 
 // Geo is one geo block.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/internal/nginxtest"
 )
 
@@ -22,7 +23,7 @@ func load(t *testing.T, http string, files map[string]string) (*conf.Config, err
 			t.Fatal(err)
 		}
 	}
-	return conf.Load(conf.Options{Registry: conf.MustRegistry(Module), Prefix: dir, File: "main.conf"})
+	return conf.Load(conf.Options{Registry: conf.MustRegistry(httpcore.Module, Module), Prefix: dir, File: "main.conf"})
 }
 
 func geos(t *testing.T, http string) map[string]*Geo {

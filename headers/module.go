@@ -28,7 +28,7 @@ func init() { self = Module }
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "add_header", Contexts: conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
+		{Name: "add_header", Contexts: conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx | conf.LocIfCtx, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
 			Syntax: "add_header name value [always];",
 			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
 	}

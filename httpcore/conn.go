@@ -8,6 +8,7 @@ import (
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/httpcore/route"
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // connState is where a client connection is in its request cycle.
@@ -267,7 +268,8 @@ func (c *conn) begin() {
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.limitRate, r.limitRateSet = 0, false
-	r.srv, r.loc, r.prefix = nil, nil, ""
+	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
+	r.resetVars()
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	if a := r.snap.Routes.Addr(c.local); a != nil {
@@ -293,7 +295,13 @@ func (c *conn) handle() {
 	mergeSlashes := true
 	if a := c.snap.Routes.Addr(c.local); a != nil {
 		mergeSlashes = ServerConf(a.Default).MergeSlashes
-		c.srv = a.Server(r.Host())
+		var re *pcre.Regexp
+		c.srv, re = a.ServerName(r.Host())
+		if re != nil && re.NumCaptures() > 0 {
+			// server_name ~regex: its captures, as nginx sets them.
+			c.hostBuf = route.CanonicalHost(c.hostBuf[:0], r.Host())
+			c.Request.Regex(re, c.hostBuf)
+		}
 		c.srvConf = ServerConf(c.srv)
 		c.lcf = c.srvConf
 	}

@@ -20,7 +20,8 @@
 // A parsed request goes through nginx's phases in order (Phase): post-read, server
 // rewrite (the server level's rewrite directives), find config (the core finds the
 // location, checks client_max_body_size, answers "/dir" with a 301 to "/dir/" where
-// the location asks for it), rewrite, post-rewrite, preaccess, access, precontent,
+// the location asks for it), rewrite, post-rewrite (back to find config when a
+// rewrite changed $uri, Request.SetRewritten), preaccess, access, precontent,
 // content, and log when the request ends. A module adds handlers to a phase in its
 // Hooks.Init (Setup.AddHandler); each returns, as ngx_http_core_run_phases expects,
 // Declined (the next handler), OK (the next phase), Done (it took the request and
@@ -31,7 +32,9 @@
 // proxy_pass sets the proxy's), then the phase's handlers, then answers 404. An
 // internal redirect (error_page, Request.InternalRedirect, Rerun) runs the phases
 // again from the server rewrite phase (a named location from its rewrite phase), at
-// most 10 times a request.
+// most 10 times a request with the post-rewrite searches. An if block of a location
+// is a location of its own (conf.LocIf) that Request.EnterIf makes the request's;
+// when it has no content handler it takes its enclosing location's.
 //
 // # Filters
 //
@@ -49,10 +52,16 @@
 // # Variables
 //
 // Each module declares its variables by name with a function that appends the
-// value (Hooks.Variables); "http_", "arg_", "cookie_" are families. Templates
-// (CompileTemplate, from a directive's Set) compile against the variables of the
-// configuration's modules and evaluate only what they name, without allocating. The
-// core's are in vars_core.go.
+// value (Hooks.Variables); "http_", "arg_", "cookie_" are families. A configuration
+// also declares variables of its own (vars_declared.go, nginx's variables indexed
+// at configuration time): set's, map's, geo's, split_clients' and the named groups
+// of its regexes, each with a slot per request that holds its value once computed
+// or set. Templates (CompileTemplate, from a directive's Set) compile against both,
+// a name declared later in the file included (an unknown one is an error once the
+// configuration is read), and evaluate only what they name, without allocating.
+// $1 ... $9 are the captures of the request's last regex match (Request.Regex):
+// location ~, server_name ~, rewrite, if, map. The core's variables are in
+// vars_core.go.
 //
 // # Configuration
 //

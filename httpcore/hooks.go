@@ -30,10 +30,10 @@ type Phase uint8
 
 const (
 	PostReadPhase      Phase = iota // the head is read (realip would run here)
-	ServerRewritePhase              // the server level's rewrite directives (return)
+	ServerRewritePhase              // the server level's rewrite directives
 	FindConfigPhase                 // the core finds the location (no module handlers)
 	RewritePhase                    // the location's rewrite directives
-	PostRewritePhase                // the core: back to find config when the URI changed (no module handlers)
+	PostRewritePhase                // the core: back to find config when a rewrite changed the URI (no module handlers)
 	PreaccessPhase                  // limits
 	AccessPhase                     // allow/deny, auth
 	PrecontentPhase                 // try_files, mirror

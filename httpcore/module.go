@@ -22,6 +22,7 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
+	NewMain:    func() any { return &configVars{} },
 	Ctx:        &Hooks{Variables: coreVariables},
 }
 
@@ -68,7 +69,7 @@ func directives() []conf.Directive {
 		{Name: "server_tokens", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerTokens }, bitServerTokens),
 			Syntax: "server_tokens on | off;", Default: "on",
 			Doc: "Shows the version in the Server header and error pages."},
-		{Name: "error_page", Contexts: hsl, Args: conf.Args2More, Multi: true, Set: setErrorPage,
+		{Name: "error_page", Contexts: hsl | conf.LocIfCtx, Args: conf.Args2More, Multi: true, Set: setErrorPage,
 			Syntax: "error_page code ... [=[response]] uri;",
 			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
 		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
@@ -594,7 +595,27 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		walk(srv.Locations)
 	}
 	markNameRulesVary(cfg, self)
-	return nil
+	inheritIfHandlers(cfg.HTTP.Servers, self)
+	return declaredVars(cfg)
+}
+
+// inheritIfHandlers gives an if block's location without a content handler of its
+// own its enclosing location's: nginx keeps the request's content handler when the
+// if's location has none (ngx_http_update_location_config).
+func inheritIfHandlers(servers []*conf.Server, self *conf.Module) {
+	var walk func(locs []*conf.Location)
+	walk = func(locs []*conf.Location) {
+		for _, loc := range locs {
+			if lc := loc.Conf(self).(*LocConf); loc.Kind == conf.LocIf && lc.handler == nil {
+				p := loc.Parent.Conf(self).(*LocConf)
+				lc.handler, lc.autoRedirect = p.handler, p.autoRedirect
+			}
+			walk(loc.Locations)
+		}
+	}
+	for _, srv := range servers {
+		walk(srv.Locations)
+	}
 }
 
 // markNameRulesVary flags the servers of every address whose servers do not all

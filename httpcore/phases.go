@@ -16,7 +16,21 @@ func (r *Request) RunPhases() {
 			r.phase++
 			continue
 		case stepPostRewrite:
-			r.phase++ // no module changes $uri in the rewrite phase yet
+			if !r.rewritten {
+				r.phase++
+				continue
+			}
+			// A rewrite changed $uri: the location is looked for again, at most
+			// 10 times a request with the internal redirects (nginx's uri_changes).
+			r.rewritten = false
+			r.redirects++
+			if r.redirects > maxURIChanges {
+				c.w.log.Error("rewrite or internal redirection cycle while processing \""+string(r.uriBuf)+"\"", "client", c.remote.String())
+				r.phase = len(e)
+				c.serverError()
+				return
+			}
+			r.phase = r.snap.rewriteIndex - 1 // find config
 			continue
 		case stepContent:
 			// The location's content handler (nginx's clcf->handler), which a
@@ -83,7 +97,7 @@ func (r *Request) finalize(rc Status) {
 // location "/dir/" that wants it with a 301. It reports false when it answered.
 func (c *conn) findConfig() bool {
 	r := c.Request
-	r.loc, r.prefix, c.lcf = nil, "", c.srvConf
+	r.loc, r.prefix, c.lcf, r.rewritten = nil, "", c.srvConf, false
 	if r.srv != nil {
 		locs := r.snap.Routes.Locations(r.srv)
 		if l := locs.AutoRedirect(r.uriBuf); l != nil && LocationConf(l).autoRedirect {
@@ -93,7 +107,7 @@ func (c *conn) findConfig() bool {
 			}
 			return false
 		}
-		if m := locs.Find(r.uriBuf); m.Location != nil {
+		if m := locs.Find(r.uriBuf, r); m.Location != nil {
 			r.loc, r.prefix, c.lcf = m.Location, m.Prefix, LocationConf(m.Location)
 		}
 	}

@@ -67,6 +67,18 @@ type Request struct {
 	iov        [6][]byte
 	chunkHdr   [20]byte
 	ctx        [maxKeys]any
+
+	// Declared variables and regex captures (vars_declared.go).
+	vslots   []varSlot
+	varData  []byte
+	caps     []int // the last match's offsets into capData; ncaps of them are set
+	ncaps    int
+	varDepth int    // declared variables being computed inside one another
+	capData  []byte // the subject of the last match with captures
+	hostBuf  []byte // Host as server names match it, for a server_name regex's captures
+	// rewritten: a rewrite changed $uri in the rewrite phase: the post-rewrite phase
+	// looks for the location again (nginx's r->uri_changed).
+	rewritten bool
 }
 
 // BodyKind is how a request body is framed.

@@ -3,6 +3,8 @@ package httpcore
 import (
 	"strconv"
 	"strings"
+
+	"github.com/numaproxy/numaproxy/conf"
 )
 
 // statusText is nginx's reason phrases.
@@ -329,8 +331,21 @@ func (r *Request) SendText(code int, contentType, text []byte) {
 // as nginx's error_page redirect (up to 10 per request, then 500).
 func (r *Request) InternalRedirect(target string) { r.c.internalRedirect(target) }
 
-// SetURI makes path $uri and args $args, copied, for Rerun.
+// SetURI makes path $uri and args $args, copied, for Rerun or a rewrite.
 func (r *Request) SetURI(path, args []byte) { setURI(r, path, args) }
+
+// SetRewritten says whether a rewrite in the location's rewrite phase changed $uri:
+// then the location is looked for again after the phase (nginx's r->uri_changed;
+// "rewrite ... break" and break clear it).
+func (r *Request) SetRewritten(on bool) { r.rewritten = on }
+
+// EnterIf makes loc, the implicit location of an "if" block (conf.LocIf) of the
+// request's location, the request's location from now on, as nginx's if code sets
+// r->loc_conf: its configs serve the rest of the request, and its content handler,
+// or the enclosing location's when it has none.
+func (r *Request) EnterIf(loc *conf.Location) {
+	r.loc, r.c.lcf = loc, LocationConf(loc)
+}
 
 // Rerun serves the request again from the $uri SetURI set, as nginx's
 // ngx_http_internal_redirect: from the server rewrite phase, counting against the

@@ -55,7 +55,7 @@ const (
 // directories that are missing (as nginx makes them at start and on reload), then
 // every HTTP module's Init, in registry order, and the phase engine.
 func NewSnapshot(cfg *conf.Config) (*Snapshot, error) {
-	vars, err := VariablesOf(cfg.Registry())
+	vars, err := VariablesFor(cfg)
 	if err != nil {
 		return nil, err
 	}

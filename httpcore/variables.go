@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // Variable is one variable a module registers (Hooks.Variables): its name and how
@@ -21,12 +22,23 @@ type Variable struct {
 	Param func(rest string) string
 	// Get appends the value for r to dst. It must not allocate on the steady path.
 	Get func(dst []byte, r *Request, param string) []byte
+	// Set gives the variable a value (nil: set cannot), as nginx's set_handler:
+	// "set $args ...".
+	Set func(r *Request, v []byte)
 }
 
-// Variables is a registry: every module's variables by name.
+// Variables is a registry: every module's variables by name. A configuration's
+// (VariablesFor) also holds the variables its directives declare (set, map, geo,
+// split_clients, named regex captures, Declared), known once the whole
+// configuration is read, as nginx's variables indexed at configuration time.
 type Variables struct {
 	names    map[string]*Variable
 	prefixes []*Variable
+
+	declared map[string]*Declared // nil for a registry's own
+	decls    []*Declared          // by Index
+	named    map[*pcre.Regexp][]*Declared
+	sealed   bool // the configuration is read: an unknown name is an error at once
 }
 
 // NewVariables indexes lists of variables; a name declared twice is an error.
@@ -76,21 +88,24 @@ func VariablesOf(reg *conf.Registry) (*Variables, error) {
 }
 
 // CompileTemplate compiles s against the variables of the configuration being read,
-// for a directive's Set function.
+// for a directive's Set function. A name no module registers may be declared later
+// in the configuration (set, map ...): it is an error only if it never is.
 func CompileTemplate(c *conf.Cursor, s string) (*Template, error) {
-	v, err := VariablesOf(c.Config.Registry())
+	v, err := VariablesFor(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	return v.Compile(s)
+	return v.compile(s, c.Pos())
 }
 
-// part is a piece of a template: literal text, or a variable with its parameter
-// (the NAME of $http_NAME).
+// part is a piece of a template: literal text, a variable with its parameter (the
+// NAME of $http_NAME), a declared variable, or a regex capture ($1 ... $9).
 type part struct {
-	lit   string
-	v     *Variable
-	param string
+	lit     string
+	v       *Variable
+	param   string
+	decl    *Declared
+	capture int
 }
 
 // Template is a string with $variables, compiled once at configuration load.
@@ -101,7 +116,10 @@ type Template struct {
 
 // Compile parses "$name" and "${name}" references; "$" followed by anything else is
 // literal, as in nginx. An unknown variable is an error.
-func (v *Variables) Compile(s string) (*Template, error) {
+func (v *Variables) Compile(s string) (*Template, error) { return v.compile(s, conf.Pos{}) }
+
+// compile is Compile; pos is where s stands, for an unknown variable's error.
+func (v *Variables) compile(s string, pos conf.Pos) (*Template, error) {
 	t := &Template{raw: s}
 	lit := strings.Builder{}
 	flush := func() {
@@ -116,6 +134,13 @@ func (v *Variables) Compile(s string) (*Template, error) {
 			continue
 		}
 		var name string
+		if c := s[i+1]; c >= '1' && c <= '9' {
+			// nginx's capture: one digit, "$12" is $1 and "2".
+			flush()
+			t.parts = append(t.parts, part{capture: int(c - '0')})
+			i++
+			continue
+		}
 		if s[i+1] == '{' {
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
@@ -135,7 +160,7 @@ func (v *Variables) Compile(s string) (*Template, error) {
 			name = s[i+1 : j]
 			i = j - 1
 		}
-		p, err := v.lookup(name)
+		p, err := v.lookup(name, pos)
 		if err != nil {
 			return nil, err
 		}
@@ -155,12 +180,9 @@ func (v *Variables) MustCompile(s string) *Template {
 	return t
 }
 
-func (v *Variables) lookup(name string) (part, error) {
+func (v *Variables) lookup(name string, pos conf.Pos) (part, error) {
 	if name == "" {
 		return part{}, fmt.Errorf("invalid variable name")
-	}
-	if name[0] >= '0' && name[0] <= '9' {
-		return part{}, fmt.Errorf("regex captures ($%s) are not supported", name)
 	}
 	lower := strings.ToLower(name)
 	if d := v.names[lower]; d != nil {
@@ -175,7 +197,16 @@ func (v *Variables) lookup(name string) (part, error) {
 			return part{v: d, param: param}, nil
 		}
 	}
-	return part{}, fmt.Errorf("unknown %q variable", name)
+	if d := v.declared[lower]; d != nil {
+		return part{decl: d}, nil
+	}
+	if v.declared == nil || v.sealed {
+		return part{}, fmt.Errorf("unknown %q variable", name)
+	}
+	// Perhaps declared further on: checked once the configuration is read (Seal).
+	d := v.declare(lower)
+	d.usedAt = pos
+	return part{decl: d}, nil
 }
 
 func isVarChar(c byte) bool {
@@ -185,7 +216,7 @@ func isVarChar(c byte) bool {
 // Static reports a template without variables.
 func (t *Template) Static() bool {
 	for _, p := range t.parts {
-		if p.v != nil {
+		if p.v != nil || p.decl != nil || p.capture != 0 {
 			return false
 		}
 	}
@@ -196,7 +227,7 @@ func (t *Template) Static() bool {
 // name for a family: "http_").
 func (t *Template) Uses(name string) bool {
 	for _, p := range t.parts {
-		if p.v != nil && p.v.Name == name {
+		if p.v != nil && p.v.Name == name || p.decl != nil && p.decl.Name == name {
 			return true
 		}
 	}
@@ -210,11 +241,28 @@ func (t *Template) String() string { return t.raw }
 func (t *Template) Append(dst []byte, r *Request) []byte {
 	for i := range t.parts {
 		p := &t.parts[i]
-		if p.v == nil {
-			dst = append(dst, p.lit...)
-		} else {
+		switch {
+		case p.v != nil:
 			dst = p.v.Get(dst, r, p.param)
+		case p.decl != nil:
+			dst = r.appendDeclared(dst, p.decl)
+		case p.capture != 0:
+			dst = r.appendCapture(dst, p.capture)
+		default:
+			dst = append(dst, p.lit...)
 		}
 	}
 	return dst
+}
+
+func (p *part) appendTo(dst []byte, r *Request) []byte {
+	switch {
+	case p.v != nil:
+		return p.v.Get(dst, r, p.param)
+	case p.decl != nil:
+		return r.appendDeclared(dst, p.decl)
+	case p.capture != 0:
+		return r.appendCapture(dst, p.capture)
+	}
+	return append(dst, p.lit...)
 }

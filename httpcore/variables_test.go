@@ -43,7 +43,7 @@ func TestTemplatesWithNamingVars(t *testing.T) {
 			t.Errorf("%q = %q, want %q", in, got, want)
 		}
 	}
-	for _, bad := range []string{"$nosuch", "${host", "$1"} {
+	for _, bad := range []string{"$nosuch", "${host", "$0", "${1}"} {
 		if _, err := vars.Compile(bad); err == nil {
 			t.Errorf("%q compiled", bad)
 		}

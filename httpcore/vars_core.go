@@ -78,7 +78,7 @@ var coreVariables = []Variable{
 	{Name: "request_uri", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Target()...) }},
 	{Name: "uri", Get: appendURI},
 	{Name: "document_uri", Get: appendURI},
-	{Name: "args", Get: appendArgs},
+	{Name: "args", Get: appendArgs, Set: setArgs},
 	{Name: "query_string", Get: appendArgs},
 	{Name: "is_args", Get: func(dst []byte, r *Request, _ string) []byte {
 		if _, ok := r.Args(); ok {
@@ -131,6 +131,10 @@ var coreVariables = []Variable{
 		return strconv.AppendInt(dst, int64(cpu), 10)
 	}},
 }
+
+// setArgs is "set $args": new arguments, and the request's URI is no longer the
+// client's (nginx's ngx_http_variable_set_args clears valid_unparsed_uri).
+func setArgs(r *Request, v []byte) { setURI(r, r.uriBuf, v) }
 
 func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }
 

@@ -97,3 +97,10 @@ func AppendCapture(dst, subject []byte, caps []int, n int) []byte {
 	}
 	return append(dst, subject[caps[2*n]:caps[2*n+1]]...)
 }
+
+// FindStringSubmatch is regexp's: the match and its groups, nil for no match.
+func (re *Regexp) FindStringSubmatch(s string) []string { return re.re.FindStringSubmatch(s) }
+
+// FindSubmatchIndex is regexp's: the offsets of $0, $1, ... in pairs, nil for no
+// match (one allocation for a match).
+func (re *Regexp) FindSubmatchIndex(b []byte) []int { return re.re.FindSubmatchIndex(b) }

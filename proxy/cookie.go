@@ -3,17 +3,17 @@ package proxy
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // CookieRewrite is one proxy_cookie_domain or proxy_cookie_path rule.
 type CookieRewrite struct {
-	Regex       *regexp.Regexp     // ~regex (RE2); nil for a plain pattern
+	Regex       *pcre.Regexp       // ~regex; nil for a plain pattern
 	Pattern     *httpcore.Template // a plain pattern: the whole domain, or a path prefix
 	Replacement *Replacement
 	domain      bool
@@ -33,7 +33,7 @@ type replacementPart struct {
 
 // compileReplacement splits s at $N and ${N} (regex captures, which templates do
 // not know) and compiles the rest as templates.
-func compileReplacement(c *conf.Cursor, s string, regex *regexp.Regexp) (*Replacement, error) {
+func compileReplacement(c *conf.Cursor, s string, regex *pcre.Regexp) (*Replacement, error) {
 	r := &Replacement{}
 	lit := 0
 	flush := func(end int) error {
@@ -127,12 +127,11 @@ func setCookieRewrite(domain bool) func(c *conf.Cursor, s *conf.Stmt) error {
 			if !domain {
 				rest, caseless = strings.CutPrefix(rest, "*")
 			}
-			if caseless {
-				rest = "(?i)" + rest
-			}
-			re, err := regexp.Compile(rest)
+			arg := s.Args[0]
+			arg.Value = rest
+			re, err := conf.CompileRegex(arg, caseless)
 			if err != nil {
-				return s.InvalidValue(s.Args[0], err.Error())
+				return err
 			}
 			r.Regex = re
 		} else {
@@ -153,7 +152,7 @@ func setCookieRewrite(domain bool) func(c *conf.Cursor, s *conf.Stmt) error {
 		}
 		if r.Regex != nil && r.Replacement.captures {
 			for _, p := range r.Replacement.parts {
-				if p.t == nil && p.capture > r.Regex.NumSubexp() {
+				if p.t == nil && p.capture > r.Regex.NumCaptures() {
 					return s.InvalidValue(s.Args[1], fmt.Sprintf("the regular expression has no capture $%d", p.capture))
 				}
 			}

@@ -116,7 +116,7 @@ var contentLengthName = []byte("content-length")
 // redirect, or for an absolute-form target without a path, $uri goes escaped.
 func appendUpstreamURI(h []byte, r *httpcore.Request, pass *PassTarget) []byte {
 	query, hasQuery := r.Args()
-	loc, prefix, uri := r.Location(), r.Prefix(), r.URI()
+	loc, prefix, uri := r.Location().Owner(), r.Prefix(), r.URI()
 	switch {
 	case pass.HasURI && loc != nil && loc.Kind == conf.LocExact:
 		h = append(h, pass.URI...) // location = /a: the whole URI is the matched part
@@ -137,7 +137,7 @@ func appendUpstreamURI(h []byte, r *httpcore.Request, pass *PassTarget) []byte {
 // upstreamPathOK reports whether the path proxy_pass would send upstream stays under
 // its URI part (see route.AppendReplaced); a request that fails is answered 400.
 func upstreamPathOK(r *httpcore.Request, pass *PassTarget) bool {
-	loc, prefix := r.Location(), r.Prefix()
+	loc, prefix := r.Location().Owner(), r.Prefix()
 	if !pass.HasURI || prefix == "" || loc == nil || loc.Kind == conf.LocExact {
 		return true
 	}

@@ -136,7 +136,7 @@ func (lc *LocConf) hides(name []byte) bool {
 func (ex *exchange) appendRedirected(h, value []byte) ([]byte, bool) {
 	lcf := ex.lc
 	// A proxy_pass made of variables has no default rule (nginx has no URL to map).
-	if loc := ex.r.Location(); lcf.Pass != nil && lcf.Pass.Value == nil && lcf.redirectDefault && loc != nil &&
+	if loc := ex.r.Location().Owner(); lcf.Pass != nil && lcf.Pass.Value == nil && lcf.redirectDefault && loc != nil &&
 		(loc.Kind == conf.LocPrefix || loc.Kind == conf.LocPrefixNoRegex || loc.Kind == conf.LocExact) {
 		from, to := "http://"+lcf.Pass.Host+"/", "/"
 		if lcf.Pass.HasURI {

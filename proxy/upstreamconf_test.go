@@ -80,7 +80,7 @@ func TestUpstreamDirectivesErrors(t *testing.T) {
 		"http { server { location / {\nproxy_cookie_path /a;\n} } }":                                `invalid parameter "/a" in `,
 		"http { server { location / {\nproxy_cookie_path /a /b;\nproxy_cookie_path off;\n} } }":     `"proxy_cookie_path" directive is duplicate`,
 		"http { server { location / {\nproxy_cookie_domain off;\nproxy_cookie_domain a b;\n} } }":   `"proxy_cookie_domain" directive is duplicate`,
-		"http { server { location / {\nproxy_cookie_path ~(a /b;\n} } }":                            `invalid value "~(a" in "proxy_cookie_path" directive`,
+		"http { server { location / {\nproxy_cookie_path ~(a /b;\n} } }":                            `pcre2_compile() failed: missing closing parenthesis in "(a"`,
 		"http { server { location / {\nproxy_cookie_path ~(a) /b$2;\n} } }":                         `the regular expression has no capture $2`,
 		"http { server { location / {\nproxy_cookie_path /a /b$1;\n} } }":                           `$1 without a regular expression`,
 		"http { server { location / {\nproxy_ignore_headers X-Powered-By;\n} } }":                   `invalid value "X-Powered-By" in "proxy_ignore_headers" directive`,

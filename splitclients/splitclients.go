@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
-// Module declares split_clients. It is not registered yet: the HTTP core will
-// register it with the variables it defines.
+// Module declares split_clients; each block defines its variable in the
+// configuration's variables, computed once a request.
 var Module = &conf.Module{
 	Name: "split_clients",
 	Directives: []conf.Directive{
@@ -32,8 +33,38 @@ func setSplit(c *conf.Cursor, s *conf.Stmt) error {
 	if err != nil {
 		return err
 	}
+	if err := sp.define(c); err != nil {
+		return err
+	}
 	sc := c.MainConf().(*Conf)
 	sc.Splits = append(sc.Splits, sp)
+	return nil
+}
+
+// define defines the block's variable: the value of the part the string's hash
+// falls in.
+func (s *Split) define(c *conf.Cursor) error {
+	vars, err := httpcore.ConfigVariables(c)
+	if err != nil {
+		return err
+	}
+	src, err := httpcore.CompileTemplate(c, s.Source)
+	if err != nil {
+		return &conf.Error{Pos: s.Pos, Msg: err.Error()}
+	}
+	get := func(dst []byte, r *httpcore.Request) []byte {
+		start := len(dst)
+		dst = src.Append(dst, r)
+		i := s.Lookup(dst[start:])
+		dst = dst[:start]
+		if i < 0 {
+			return dst
+		}
+		return append(dst, s.Values[i]...)
+	}
+	if _, err := vars.Define(s.Var, get, false); err != nil {
+		return &conf.Error{Pos: s.Pos, Msg: err.Error()}
+	}
 	return nil
 }
 

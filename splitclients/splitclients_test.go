@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/internal/nginxtest"
 )
 
@@ -18,7 +19,7 @@ func load(t *testing.T, http string) (*Conf, error) {
 	if err := os.WriteFile(filepath.Join(dir, "main.conf"), []byte("http {\n"+http+"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(Module), Prefix: dir, File: "main.conf"})
+	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(httpcore.Module, Module), Prefix: dir, File: "main.conf"})
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@
 // another value (a string with variables) against exact keys, host name wildcards
 // and regular expressions, in nginx's order.
 //
-// The package parses and matches; the HTTP core's variable registry evaluates the
-// source, compiles the values (strings with variables) and defines the variable.
+// Each map defines its variable in the configuration's variables (httpcore's
+// Declared): it is computed when a template first uses it in a request and kept
+// for the rest of the request, unless the map is volatile. A regex key's captures
+// ($1 ..., named groups) are the request's, as nginx's.
 package varmap
 
 import (
@@ -11,11 +13,11 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/pcre"
 )
 
-// Module declares map (conf declares map_hash_*_size). It is not registered yet:
-// the HTTP core will register it with the variables it defines.
+// Module declares map (conf declares map_hash_*_size).
 var Module = &conf.Module{
 	Name: "map",
 	Directives: []conf.Directive{
@@ -36,8 +38,47 @@ func setMap(c *conf.Cursor, s *conf.Stmt) error {
 	if err != nil {
 		return err
 	}
+	if err := m.define(c); err != nil {
+		return err
+	}
 	mc := c.MainConf().(*Conf)
 	mc.Maps = append(mc.Maps, m)
+	return nil
+}
+
+// define compiles the map's string and values and defines its variable.
+func (m *Map) define(c *conf.Cursor) error {
+	vars, err := httpcore.ConfigVariables(c)
+	if err != nil {
+		return err
+	}
+	src, err := httpcore.CompileTemplate(c, m.Source)
+	if err != nil {
+		return &conf.Error{Pos: m.Pos, Msg: err.Error()}
+	}
+	values := make([]*httpcore.Template, len(m.Values))
+	for i, v := range m.Values {
+		if values[i], err = httpcore.CompileTemplate(c, v.Text); err != nil {
+			return &conf.Error{Pos: v.Pos, Msg: err.Error()}
+		}
+	}
+	for _, r := range m.regexes {
+		if err := vars.AddRegex(r.re); err != nil {
+			return &conf.Error{Pos: m.Pos, Msg: err.Error()}
+		}
+	}
+	get := func(dst []byte, r *httpcore.Request) []byte {
+		// The key, then room to lower-case it, in dst past what it holds; the
+		// value replaces both.
+		start := len(dst)
+		dst = src.Append(dst, r)
+		key := dst[start:]
+		v, _ := m.Lookup(key, dst[len(dst):], r)
+		return values[v].Append(dst[:start], r)
+	}
+	if _, err := vars.Define(m.Var, get, m.Volatile); err != nil {
+		return &conf.Error{Pos: m.Pos, Msg: err.Error()}
+	}
 	return nil
 }
 
@@ -306,10 +347,50 @@ type Match struct {
 // a regex key's captures (see pcre.Regexp.Exec), offsets into key, which the caller
 // keeps as nginx keeps r->captures_data; caps may be nil. Find allocates nothing but
 // for a regex match with captures (one slice, from Go's regexp).
+// Matcher runs a regex key for a request: the HTTP core's request, which keeps the
+// captures of a match.
+type Matcher interface {
+	Regex(re *pcre.Regexp, subject []byte) bool
+}
+
+// Lookup is Find for a request: regex keys run through mt, which keeps their
+// captures. It returns the value's index and whether a key matched.
+func (m *Map) Lookup(key, scratch []byte, mt Matcher) (int, bool) {
+	if m.Hostnames && len(key) > 0 && key[len(key)-1] == '.' {
+		key = key[:len(key)-1]
+	}
+	if v := m.findKey(key, scratch); v >= 0 {
+		return int(v), true
+	}
+	if len(key) > 0 {
+		for _, r := range m.regexes {
+			if mt.Regex(r.re, key) {
+				return int(r.value), true
+			}
+		}
+	}
+	return m.Default, false
+}
+
 func (m *Map) Find(key, scratch []byte, caps []int) Match {
 	if m.Hostnames && len(key) > 0 && key[len(key)-1] == '.' {
 		key = key[:len(key)-1]
 	}
+	if v := m.findKey(key, scratch); v >= 0 {
+		return Match{Value: int(v), Found: true}
+	}
+	if len(key) > 0 {
+		for _, r := range m.regexes {
+			if n, ok := r.re.Exec(key, caps); ok {
+				return Match{Value: int(r.value), Regex: r.re, NCaps: n, Found: true}
+			}
+		}
+	}
+	return Match{Value: m.Default}
+}
+
+// findKey looks key up in the exact and wildcard keys: the value's index, or -1.
+func (m *Map) findKey(key, scratch []byte) int32 {
 	low := key
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; 'A' <= c && c <= 'Z' {
@@ -323,22 +404,17 @@ func (m *Map) Find(key, scratch []byte, caps []int) Match {
 		}
 	}
 	if v, ok := m.exact[string(low)]; ok {
-		return Match{Value: int(v), Found: true}
+		return v
 	}
 	if len(low) > 0 {
 		if v := m.head.findHead(low); v >= 0 {
-			return Match{Value: int(v), Found: true}
+			return v
 		}
 		if v := m.tail.findTail(low); v >= 0 {
-			return Match{Value: int(v), Found: true}
-		}
-		for _, r := range m.regexes {
-			if n, ok := r.re.Exec(key, caps); ok {
-				return Match{Value: int(r.value), Regex: r.re, NCaps: n, Found: true}
-			}
+			return v
 		}
 	}
-	return Match{Value: m.Default}
+	return -1
 }
 
 // findHead is ngx_hash_find_wc_head: the deepest key along name's labels from the

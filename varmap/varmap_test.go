@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/pcre"
 )
 
@@ -22,7 +23,7 @@ func load(t *testing.T, http string, files map[string]string) (*Conf, error) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(Module), Prefix: dir, File: "main.conf"})
+	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(httpcore.Module, Module), Prefix: dir, File: "main.conf"})
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func TestMapConfigErrors(t *testing.T) {
 // TestMapInclude: "include" inside a map reads key lines from a file, as in nginx.
 func TestMapInclude(t *testing.T) {
 	files := map[string]string{"keys.map": "a from-file;\n~^b(\\d) \"b$1\";\n"}
-	mc, err := load(t, "map $x $y {\n default d;\n include keys.map;\n c inline;\n}", files)
+	mc, err := load(t, "map $arg_x $y {\n default d;\n include keys.map;\n c inline;\n}", files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +245,10 @@ func TestMapInclude(t *testing.T) {
 			t.Errorf("%q = %q, want %q", in, got, want)
 		}
 	}
-	if m.Source != "$x" || m.Var != "y" || m.Volatile || m.Hostnames || len(m.Regexes()) != 1 {
+	if m.Source != "$arg_x" || m.Var != "y" || m.Volatile || m.Hostnames || len(m.Regexes()) != 1 {
 		t.Errorf("map = %+v", m)
 	}
-	if mc, err := load(t, "map $x $y { volatile; hostnames; }", nil); err != nil || !mc.Maps[0].Volatile || !mc.Maps[0].Hostnames {
+	if mc, err := load(t, "map $host $y { volatile; hostnames; }", nil); err != nil || !mc.Maps[0].Volatile || !mc.Maps[0].Hostnames {
 		t.Errorf("volatile/hostnames: %v", err)
 	}
 }

@@ -2,14 +2,17 @@ package main
 
 import (
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/geo"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
+	"github.com/numaproxy/numaproxy/splitclients"
 	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
+	"github.com/numaproxy/numaproxy/varmap"
 )
 
 // registry lists the modules this binary is built with, like nginx's ngx_modules[].
@@ -18,4 +21,5 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module,
+	varmap.Module, geo.Module, splitclients.Module)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // Locations is one level of a location tree: the exact and prefix locations (searched
@@ -38,7 +39,8 @@ func buildLocations(locs []*conf.Location) *Locations {
 			l.regex = append(l.regex, &regexLoc{loc, buildLocations(loc.Locations)})
 		case conf.LocNamed:
 			l.named[loc.Path] = loc
-		}
+		} // an if's implicit location (LocIf) is entered by its condition, never searched
+
 	}
 	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].loc.Path) > len(l.prefix[j].loc.Path) })
 	return l
@@ -52,18 +54,24 @@ type Match struct {
 	Prefix string
 }
 
+// Matcher runs a location's regex: the HTTP core's request, which keeps the
+// captures of a match (nil: a plain match).
+type Matcher interface {
+	Regex(re *pcre.Regexp, subject []byte) bool
+}
+
 // Find searches the tree for path (a normalised $uri) in nginx's order: exact match;
 // else the longest prefix, searched recursively inside; unless that prefix has ^~, the
 // regexes of each level from the deepest up, first match in file order wins and is
-// itself searched inside.
-func (l *Locations) Find(path []byte) Match {
-	m, _ := l.find(path)
-	return m
+// itself searched inside. Regexes run through m.
+func (l *Locations) Find(path []byte, m Matcher) Match {
+	res, _ := l.find(path, m)
+	return res
 }
 
 // find returns the match and whether it is final (exact or regex: no outer regex may
 // override it).
-func (l *Locations) find(path []byte) (Match, bool) {
+func (l *Locations) find(path []byte, m Matcher) (Match, bool) {
 	if l == nil {
 		return Match{}, false
 	}
@@ -76,7 +84,7 @@ func (l *Locations) find(path []byte) (Match, bool) {
 		if hasPrefix(path, p.loc.Path) {
 			best = Match{Location: p.loc, Prefix: p.loc.Path}
 			noRegex = p.loc.Kind == conf.LocPrefixNoRegex
-			if inner, final := p.nested.find(path); final {
+			if inner, final := p.nested.find(path, m); final {
 				return inner, true
 			} else if inner.Location != nil {
 				best = inner
@@ -86,8 +94,8 @@ func (l *Locations) find(path []byte) (Match, bool) {
 	}
 	if !noRegex {
 		for _, r := range l.regex {
-			if r.loc.Regex.Match(path) {
-				if inner, _ := r.nested.find(path); inner.Location != nil {
+			if matches(m, r.loc.Regex, path) {
+				if inner, _ := r.nested.find(path, m); inner.Location != nil {
 					return inner, true
 				}
 				return Match{Location: r.loc}, true
@@ -113,6 +121,13 @@ func (l *Locations) AutoRedirect(path []byte) *conf.Location {
 		}
 	}
 	return nil
+}
+
+func matches(m Matcher, re *pcre.Regexp, s []byte) bool {
+	if m == nil {
+		return re.Match(s)
+	}
+	return m.Regex(re, s)
 }
 
 func hasPrefix(s []byte, prefix string) bool {

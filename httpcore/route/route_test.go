@@ -110,7 +110,7 @@ location ~* \.(gif|jpg|jpeg)$ { }
 		"/DOCUMENTS/1.JPG":         6, // E: ~* ignores case
 	}
 	for path, line := range tests {
-		if m := locs.Find([]byte(path)); m.Location == nil || m.Location.Pos.Line != line {
+		if m := locs.Find([]byte(path), nil); m.Location == nil || m.Location.Pos.Line != line {
 			t.Errorf("%s: got %+v, want line %d", path, m.Location, line)
 		}
 	}
@@ -159,7 +159,7 @@ location @named { }
 		{"/nothing", 0, ""},
 	}
 	for _, tt := range tests {
-		m := locs.Find([]byte(tt.path))
+		m := locs.Find([]byte(tt.path), nil)
 		line := 0
 		if m.Location != nil {
 			line = m.Location.Pos.Line
@@ -171,7 +171,7 @@ location @named { }
 	if locs.Named("@named") == nil {
 		t.Error("named location not found")
 	}
-	if locs.Find([]byte("@named")).Location != nil {
+	if locs.Find([]byte("@named"), nil).Location != nil {
 		t.Error("a named location matched a request path")
 	}
 }
@@ -201,7 +201,7 @@ server { listen 80; server_name api.example.com *.example.com;
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		srv := tbl.Addr(addr).Server(host)
-		if m := tbl.Locations(srv).Find(path); m.Location == nil {
+		if m := tbl.Locations(srv).Find(path, nil); m.Location == nil {
 			b.Fatal("no match")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/pcre"
 )
 
 // Table routes requests of one configuration snapshot.
@@ -116,33 +117,45 @@ const maxHost = 255
 // case) in nginx's order: exact name, longest leading wildcard, longest trailing
 // wildcard, first matching regex, default server.
 func (a *AddrServers) Server(host []byte) *conf.Server {
+	srv, _ := a.ServerName(host)
+	return srv
+}
+
+// ServerName is Server, and the regex name that chose the server (nil for any other
+// name): the core runs it again on CanonicalHost for its captures, as nginx sets
+// them from server_name ~regex.
+func (a *AddrServers) ServerName(host []byte) (*conf.Server, *pcre.Regexp) {
 	var buf [maxHost]byte
 	h := canonicalHost(buf[:0], host)
 	if len(h) == 0 {
-		return a.Default
+		return a.Default, nil
 	}
 	if srv, ok := a.exact[string(h)]; ok {
-		return srv
+		return srv, nil
 	}
 	for _, w := range a.leadWild {
 		// *.example.com matches x.example.com and x.y.example.com, not example.com.
 		if len(h) > len(w.name)+1 && h[len(h)-len(w.name)-1] == '.' && string(h[len(h)-len(w.name):]) == w.name {
-			return w.srv
+			return w.srv, nil
 		}
 	}
 	for _, w := range a.trailWild {
 		if len(h) > len(w.name)+1 && h[len(w.name)] == '.' && string(h[:len(w.name)]) == w.name {
-			return w.srv
+			return w.srv, nil
 		}
 	}
 	for _, r := range a.regexNames {
 		// A copy, so that buf does not escape to the heap on the paths without regexes.
 		if r.name.Regex.MatchString(string(h)) {
-			return r.srv
+			return r.srv, r.name.Regex
 		}
 	}
-	return a.Default
+	return a.Default, nil
 }
+
+// CanonicalHost is the host name server names match: lower-case, without port and
+// trailing dot; empty for an invalid one.
+func CanonicalHost(dst, host []byte) []byte { return canonicalHost(dst, host) }
 
 // canonicalHost lower-cases host and drops its port and trailing dot; an invalid or
 // over-long host gives an empty result (the default server).

@@ -100,7 +100,7 @@ func FuzzUpstreamAgrees(f *testing.F) {
 		if err != nil {
 			return // 400
 		}
-		m := locs.Find(uri)
+		m := locs.Find(uri, nil)
 		if m.Location == nil {
 			t.Fatalf("%q ($uri %q): no location", path, uri)
 		}
@@ -137,7 +137,7 @@ func FuzzUpstreamAgrees(f *testing.F) {
 			return
 		}
 		back := m.Prefix + strings.TrimPrefix(seen[len(base):], "/")
-		if again := locs.Find([]byte(back)); again.Location != m.Location {
+		if again := locs.Find([]byte(back), nil); again.Location != m.Location {
 			t.Fatalf("%q ($uri %q) in %s: the upstream sees %q, which maps back to %q in another location", path, uri, m.Location.Path, seen, back)
 		}
 	})
