@@ -62,6 +62,7 @@ func TestResolverProxyPassVariablesVsNginx(t *testing.T) {
     location /bare/ { proxy_pass http://$http_x_backend?only; }
     location /host/ { proxy_set_header Host $host; proxy_pass http://$http_x_backend; }
     location /nores/ { resolver_timeout 2s; proxy_pass http://$http_x_backend; }
+    location /set/ { set $upstream app.test:` + p + `; proxy_pass http://$upstream; }
   }
   server {
     listen ` + listen + `;
@@ -96,6 +97,7 @@ func TestResolverProxyPassVariablesVsNginx(t *testing.T) {
 		{"/x", "127.0.0.1:" + p, "noresolver", 200, b1 + " /x 127.0.0.1:" + p, ""},
 		{"/x", "app.test:70000", "", 500, "", `invalid port in upstream "app.test:70000"`},
 		{"/x", "", "", 500, "", `invalid URL prefix in "http://"`},
+		{"/set/x", "", "", 200, b1 + " /set/x app.test:" + p, ""}, // the container idiom
 	} {
 		for _, side := range []struct {
 			name, addr string
