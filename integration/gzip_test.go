@@ -1,0 +1,276 @@
+package integration
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// compressible is n bytes of HTML-like text that compresses well but not to nothing.
+func compressible(n int) []byte {
+	var b bytes.Buffer
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"<p>", "numaproxy", "nginx", "gzip", "</p>\n", "compression", "stream", "loop", "the", "a"}
+	for b.Len() < n {
+		b.WriteString(words[rng.IntN(len(words))])
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(rng.IntN(1000)))
+	}
+	return b.Bytes()[:n]
+}
+
+func gzipped(p []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(p)
+	zw.Close()
+	return b.Bytes()
+}
+
+// gzipUpstream answers as its query says: n body bytes, ct the Content-Type ("none":
+// without), status, chunked=1 without a length, gz=1 the body gzip-encoded, and
+// h=Name:Value fields.
+func gzipUpstream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n := 1000
+	if v := q.Get("n"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	body := compressible(n)
+	switch ct := q.Get("ct"); ct {
+	case "":
+		w.Header().Set("Content-Type", "text/html")
+	case "none":
+		w.Header()["Content-Type"] = nil
+	default:
+		w.Header().Set("Content-Type", ct)
+	}
+	for _, h := range q["h"] {
+		name, value, _ := strings.Cut(h, ":")
+		w.Header().Add(name, value)
+	}
+	if q.Get("gz") == "1" {
+		body = gzipped(body)
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	status := 200
+	if v := q.Get("status"); v != "" {
+		status, _ = strconv.Atoi(v)
+	}
+	if q.Get("chunked") == "1" {
+		w.WriteHeader(status)
+		w.(http.Flusher).Flush()
+	} else {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+	}
+	if r.Method != "HEAD" {
+		w.Write(body)
+	}
+}
+
+// gzipConf is the http block both servers run in the differential tests.
+func gzipConf(listen, up string) string {
+	proxied := ""
+	for _, f := range []string{"off", "any", "expired", "no-cache", "no-store", "private", "no_last_modified", "no_etag", "auth"} {
+		proxied += fmt.Sprintf("    location /p/%s/ { proxy_pass http://%s; gzip on; gzip_proxied %s; gzip_vary on; }\n", f, up, f)
+	}
+	return fmt.Sprintf(`
+  server {
+    listen %s;
+    location /g/ { proxy_pass http://%[2]s; gzip on; gzip_types text/plain application/json; gzip_min_length 100; gzip_vary on; gzip_comp_level 5; }
+    location /all/ { proxy_pass http://%[2]s; gzip on; gzip_types *; }
+    location /v10/ { proxy_pass http://%[2]s; gzip on; gzip_http_version 1.0; }
+    location /dis/ { proxy_pass http://%[2]s; gzip on; gzip_disable "curl/7\." msie6; }
+    location /gun/ { proxy_pass http://%[2]s; gunzip on; gzip_vary on; }
+    location /gungz/ { proxy_pass http://%[2]s; gunzip on; gzip on; }
+    location /err/ { gzip on; return 404; }
+%s  }
+`, listen, up, proxied)
+}
+
+// gzipCase is one request of the differential table.
+type gzipCase struct {
+	path string
+	hdr  string // extra request fields, each ending in \r\n
+	http10, head bool
+}
+
+// gzipSeen is what a client sees of a response, for comparison.
+type gzipSeen struct {
+	status                               int
+	encoding, vary, etag, ranges, length string
+	te                                   string
+	closes                               bool
+	body                                 string // decoded
+}
+
+func gzipExchange(t *testing.T, addr string, c gzipCase) gzipSeen {
+	t.Helper()
+	method, proto := "GET", "HTTP/1.1"
+	if c.head {
+		method = "HEAD"
+	}
+	if c.http10 {
+		proto = "HTTP/1.0"
+	}
+	req := method + " " + c.path + " " + proto + "\r\nHost: test\r\nConnection: close\r\n" + c.hdr + "\r\n"
+	resp, body := rawExchange(t, addr, method, req)
+	s := gzipSeen{status: resp.StatusCode, encoding: resp.Header.Get("Content-Encoding"),
+		vary: sortedValues(resp.Header.Values("Vary")), etag: resp.Header.Get("ETag"),
+		ranges: resp.Header.Get("Accept-Ranges"), length: resp.Header.Get("Content-Length"),
+		te: strings.Join(resp.TransferEncoding, ","), closes: resp.Close, body: body}
+	if s.encoding == "gzip" && !c.head {
+		zr, err := gzip.NewReader(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s %s: gzip body: %v", addr, c.path, err)
+		}
+		d, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s %s: gzip body: %v", addr, c.path, err)
+		}
+		s.body = string(d)
+	}
+	return s
+}
+
+// TestGzipLikeNginx runs numaproxy and nginx on the same gzip configuration and
+// compares, request by request, what a client sees: which responses are compressed
+// (types, min length, status, Accept-Encoding and its q-values, HTTP/1.0,
+// gzip_proxied's flags, gzip_disable), Content-Encoding, Vary, ETag, Accept-Ranges,
+// the framing, and the body once decompressed.
+func TestGzipLikeNginx(t *testing.T) {
+	up := newBackend(t, gzipUpstream)
+	targets, _ := startBoth(t, func() string { return up.Addr }, gzipConf)
+	ae := "Accept-Encoding: gzip\r\n"
+	via := "Via: 1.1 cache\r\n"
+	past := "h=Expires:Thu,+01+Jan+1998+00:00:00+GMT"
+	future := "h=Expires:Thu,+01+Jan+2099+00:00:00+GMT"
+	cases := []gzipCase{
+		{path: "/g/?n=1000", hdr: ae},
+		{path: "/g/?n=1000"},
+		{path: "/g/?n=99", hdr: ae},
+		{path: "/g/?n=100", hdr: ae},
+		{path: "/g/?n=10&chunked=1", hdr: ae},
+		{path: "/g/?n=0", hdr: ae},
+		{path: "/g/?n=0&chunked=1", hdr: ae},
+		{path: "/g/?n=1000&ct=image/png", hdr: ae},
+		{path: "/g/?n=1000&ct=text/plain", hdr: ae},
+		{path: "/g/?n=1000&ct=TEXT/Plain", hdr: ae},
+		{path: "/g/?n=1000&ct=text/plain%3B+charset=utf-8", hdr: ae},
+		{path: "/g/?n=1000&ct=text/plain%3B+foo=bar", hdr: ae},
+		{path: "/g/?n=1000&ct=text/plain+%3Bcharset=utf-8", hdr: ae},
+		{path: "/g/?n=1000&ct=application/json", hdr: ae},
+		{path: "/g/?n=1000&ct=none", hdr: ae},
+		{path: "/all/?n=1000&ct=none", hdr: ae},
+		{path: "/all/?n=1000&ct=image/png", hdr: ae},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: deflate\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzip;q=0\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzip; q=0.000\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzip;q=0.5\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzip;q=1.5\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: deflate, GZIP\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: x-gzip\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzipx\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: *\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: br;q=1, gzip;q=0.1\r\n"},
+		{path: "/g/?n=1000", hdr: "Accept-Encoding: gzip\r\nAccept-Encoding: identity\r\n"},
+		{path: "/g/?n=1000&chunked=1", hdr: ae},
+		{path: "/g/?n=300000&chunked=1", hdr: ae},
+		{path: "/g/?n=1000&h=ETag:\"abc\"&h=Accept-Ranges:bytes", hdr: ae},
+		{path: "/g/?n=1000&h=ETag:W/\"abc\"", hdr: ae},
+		{path: "/g/?n=1000&h=ETag:abc", hdr: ae},
+		{path: "/g/?n=1000&h=ETag:\"abc\"", hdr: "Accept-Encoding: br\r\n"},
+		{path: "/g/?n=1000&h=Vary:Cookie", hdr: ae},
+		{path: "/g/?n=1000&status=404", hdr: ae},
+		{path: "/g/?n=1000&status=403", hdr: ae},
+		{path: "/g/?n=1000&status=201", hdr: ae},
+		{path: "/g/?n=1000&status=500", hdr: ae},
+		{path: "/g/?n=1000&status=204", hdr: ae},
+		{path: "/g/?n=1000&status=304", hdr: ae},
+		{path: "/g/?n=1000&gz=1", hdr: ae},
+		{path: "/g/?n=1000", hdr: ae, head: true},
+		{path: "/g/?n=1000", hdr: ae, http10: true},
+		{path: "/v10/?n=1000", hdr: ae, http10: true},
+		{path: "/v10/?n=1000&chunked=1", hdr: ae, http10: true},
+		{path: "/err/", hdr: ae},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: curl/7.88.1\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: CURL/7.88.1\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: curl/8.0\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1)\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: Mozilla/4.0 (compatible; MSIE 5.5; Windows 98)\r\n"},
+		{path: "/dis/?n=1000", hdr: ae + "User-Agent: Opera/9 (compatible; MSIE 5.5; Windows 98)\r\n"},
+		{path: "/gun/?n=1000&gz=1"},
+		{path: "/gun/?n=1000&gz=1", hdr: ae},
+		{path: "/gun/?n=1000&gz=1", hdr: ae + via},
+		{path: "/gun/?n=1000&gz=1&chunked=1&h=ETag:\"e\"&h=Accept-Ranges:bytes"},
+		{path: "/gun/?n=300000&gz=1&chunked=1"},
+		{path: "/gun/?n=1000&gz=1&status=500"},
+		{path: "/gun/?n=0&gz=1&chunked=1"},
+		{path: "/gun/?n=1000&gz=1", head: true},
+		{path: "/gun/?n=1000&gz=1", http10: true},
+		{path: "/gun/?n=1000"},
+		{path: "/gungz/?n=1000&gz=1"},
+		{path: "/gungz/?n=1000&gz=1", hdr: ae},
+		{path: "/gungz/?n=1000&gz=1", hdr: ae, http10: true},
+	}
+	for _, f := range []string{"off", "any", "expired", "no-cache", "no-store", "private", "no_last_modified", "no_etag", "auth"} {
+		p := "/p/" + f + "/?n=1000"
+		cases = append(cases,
+			gzipCase{path: p, hdr: ae},
+			gzipCase{path: p, hdr: ae + via},
+			gzipCase{path: p, hdr: ae + via + "Authorization: Basic eDp5\r\n"},
+			gzipCase{path: p + "&" + past, hdr: ae + via},
+			gzipCase{path: p + "&" + future, hdr: ae + via},
+			gzipCase{path: p + "&h=Expires:garbage", hdr: ae + via},
+			gzipCase{path: p + "&h=Cache-Control:no-cache", hdr: ae + via},
+			gzipCase{path: p + "&h=Cache-Control:max-age=0,+No-Store", hdr: ae + via},
+			gzipCase{path: p + "&h=Cache-Control:public&h=Cache-Control:private", hdr: ae + via},
+			gzipCase{path: p + "&h=Cache-Control:private=x", hdr: ae + via},
+			gzipCase{path: p + "&h=Cache-Control:public", hdr: ae + via},
+			gzipCase{path: p + "&h=Last-Modified:Thu,+01+Jan+1998+00:00:00+GMT", hdr: ae + via},
+			gzipCase{path: p + "&h=ETag:\"x\"", hdr: ae + via},
+		)
+	}
+	for _, c := range cases {
+		var got [2]gzipSeen
+		for i, tg := range targets {
+			got[i] = gzipExchange(t, tg.addr, c)
+		}
+		np, ng := got[0], got[1]
+		np.body, ng.body = norm(np.body), norm(ng.body)
+		if np != ng {
+			t.Errorf("%s %q http10=%v head=%v:\nnumaproxy %s\nnginx     %s", c.path, c.hdr, c.http10, c.head, brief(np), brief(ng))
+		}
+	}
+	for _, tg := range targets {
+		if tg.in != nil {
+			tg.in.checkNoPanic()
+		}
+	}
+}
+
+func brief(s gzipSeen) string {
+	b := s.body
+	if len(b) > 40 {
+		b = fmt.Sprintf("%q...(%d bytes)", b[:40], len(b))
+	}
+	return fmt.Sprintf("status=%d ce=%q vary=%q etag=%q ranges=%q len=%q te=%q close=%v body=%s",
+		s.status, s.encoding, s.vary, s.etag, s.ranges, s.length, s.te, s.closes, b)
+}
+
+// sortedValues joins a field's values in sorted order: numaproxy adds Vary:
+// Accept-Encoding after the upstream's fields, nginx before them.
+func sortedValues(v []string) string {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return strings.Join(v, ",")
+}
