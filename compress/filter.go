@@ -124,7 +124,7 @@ func headerFilter(r *httpcore.Request) {
 		return
 	}
 	best, bestQ, eligible := Encoding(0), -1, false
-	for e := range numEncodings {
+	for _, e := range preference {
 		c := &lc.Coders[e]
 		if !c.On || (h.ContentLength >= 0 && h.ContentLength < c.MinLength) {
 			continue
@@ -145,8 +145,6 @@ func headerFilter(r *httpcore.Request) {
 		} else if q = quality(ae, e.String()); q == 0 {
 			q = -1
 		}
-		// Ties go to brotli, then zstd, then gzip: the order of the loop is gzip,
-		// brotli, zstd.
 		if q >= 0 && q >= bestQ {
 			best, bestQ = e, q
 		}
@@ -165,6 +163,11 @@ func headerFilter(r *httpcore.Request) {
 	ctx.limit = lc.BufNum * lc.BufSize
 	ctx.headerOnly = r.IsHEAD()
 }
+
+// preference orders the encodings from the least preferred: at equal q-values the
+// later one wins, so brotli (the smallest output for text), then zstd (faster at a
+// similar size), then gzip.
+var preference = [numEncodings]Encoding{Gzip, Zstd, Brotli}
 
 // addVary adds Vary: Accept-Encoding under gzip_vary, as nginx's header writer does
 // for a response the gzip modules looked at.

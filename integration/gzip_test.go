@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
@@ -11,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 )
 
 // compressible is n bytes of HTML-like text that compresses well but not to nothing.
@@ -98,8 +103,8 @@ func gzipConf(listen, up string) string {
 
 // gzipCase is one request of the differential table.
 type gzipCase struct {
-	path string
-	hdr  string // extra request fields, each ending in \r\n
+	path         string
+	hdr          string // extra request fields, each ending in \r\n
 	http10, head bool
 }
 
@@ -273,4 +278,191 @@ func sortedValues(v []string) string {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return strings.Join(v, ",")
+}
+
+// TestBrotliZstdNegotiation: with gzip, brotli and zstd on, the coding with the
+// highest q-value that is on for the response wins, ties going to br, then zstd,
+// then gzip; each body decodes to what the upstream sent, small and large, with a
+// length and chunked. nginx has no brotli or zstd here, so this one is numaproxy's
+// alone.
+func TestBrotliZstdNegotiation(t *testing.T) {
+	up := newBackend(t, gzipUpstream)
+	addr := addrFor(t)
+	in := startHTTP(t, fmt.Sprintf(`
+  server {
+    listen %s;
+    location / { proxy_pass http://%s; gzip on; brotli on; zstd on; gzip_vary on;
+      brotli_types text/plain; zstd_min_length 2000; brotli_comp_level 4; zstd_comp_level 3; }
+  }`, addr, up.Addr), addr)
+	cases := []struct {
+		path, ae, want string
+	}{
+		{"/?n=5000", "gzip, deflate, br, zstd", "br"},
+		{"/?n=5000", "gzip, zstd", "zstd"},
+		{"/?n=5000", "gzip;q=0.5, zstd", "zstd"},
+		{"/?n=5000", "zstd;q=0.9, br;q=0.8, gzip;q=0.1", "zstd"},
+		{"/?n=5000", "br;q=0, gzip", "gzip"},
+		{"/?n=5000", "br;q=0.2, gzip;q=0.3", "gzip"},
+		{"/?n=5000", "BR", "br"},
+		{"/?n=5000", "*", ""},
+		{"/?n=5000", "identity", ""},
+		{"/?n=1000", "zstd", ""}, // below zstd_min_length
+		{"/?n=1000", "zstd, gzip", "gzip"},
+		{"/?n=5000&ct=text/plain", "br, zstd", "br"},
+		{"/?n=5000&ct=application/json", "br, zstd", ""},
+		{"/?n=400000&chunked=1", "br", "br"},
+		{"/?n=400000&chunked=1", "zstd", "zstd"},
+		{"/?n=400000&chunked=1", "gzip", "gzip"},
+		{"/?n=0&chunked=1", "zstd", "zstd"},
+		{"/?n=0&chunked=1", "br", "br"},
+	}
+	for _, c := range cases {
+		req := "GET " + c.path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\nAccept-Encoding: " + c.ae + "\r\n\r\n"
+		resp, body := rawExchange(t, addr, "GET", req)
+		ce := resp.Header.Get("Content-Encoding")
+		if ce != c.want {
+			t.Errorf("%s %q: Content-Encoding %q, want %q", c.path, c.ae, ce, c.want)
+			continue
+		}
+		var r io.Reader = strings.NewReader(body)
+		switch ce {
+		case "br":
+			r = brotli.NewReader(r)
+		case "zstd":
+			zr, err := zstd.NewReader(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer zr.Close()
+			r = zr
+		case "gzip":
+			zr, err := gzip.NewReader(r)
+			if err != nil {
+				t.Fatalf("%s %q: %v", c.path, c.ae, err)
+			}
+			r = zr
+		}
+		got, err := io.ReadAll(r)
+		if err != nil {
+			t.Errorf("%s %q: decoding %s: %v", c.path, c.ae, ce, err)
+			continue
+		}
+		n, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(c.path, "&")[0], "/?n="))
+		if !bytes.Equal(got, compressible(n)) {
+			t.Errorf("%s %q: the %s body decodes to %d bytes unlike the upstream's %d", c.path, c.ae, ce, len(got), n)
+		}
+		if ce != "" && (resp.Header.Get("Content-Length") != "" || resp.Header.Get("Vary") != "Accept-Encoding") {
+			t.Errorf("%s %q: Content-Length %q Vary %q", c.path, c.ae, resp.Header.Get("Content-Length"), resp.Header.Get("Vary"))
+		}
+	}
+	in.checkNoPanic()
+}
+
+// TestGzipSlowClient: a client that stops reading a large compressed response holds
+// back the upstream (the proxy does not compress the whole body ahead of it, its
+// memory stays bounded) while the same loop goes on serving other clients; the
+// slow client then gets the whole body, which decompresses to the upstream's.
+func TestGzipSlowClient(t *testing.T) {
+	const size = 48 << 20
+	big := compressible(size)
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write(big)
+			return
+		}
+		gzipUpstream(w, r)
+	})
+	addr := addrFor(t)
+	in := startHTTP(t, fmt.Sprintf(`
+  server {
+    listen %s;
+    location / { proxy_pass http://%s; gzip on; gzip_comp_level 1; }
+  }`, addr, up.Addr), addr)
+	pid := in.cmd.Process.Pid
+	base := vmRSS(t, pid)
+
+	slow := newClient(t, addr)
+	slow.send("GET /big HTTP/1.1\r\nHost: test\r\nAccept-Encoding: gzip\r\n\r\n")
+	head := slow.head()
+	if !strings.Contains(head, "Content-Encoding: gzip") || !strings.Contains(head, "Transfer-Encoding: chunked") {
+		t.Fatalf("the large response is not compressed and chunked: %q", head)
+	}
+	// The slow client reads nothing for a while: the proxy fills the socket and its
+	// queue, then stops reading the upstream. Meanwhile others are served at once.
+	time.Sleep(500 * time.Millisecond)
+	for i := range 20 {
+		startAt := time.Now()
+		resp, body := rawExchange(t, addr, "GET", "GET /g/?n=5000 HTTP/1.1\r\nHost: test\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n")
+		if resp.Header.Get("Content-Encoding") != "gzip" || len(body) == 0 {
+			t.Fatalf("request %d beside the slow client: %v %d bytes", i, resp.Header, len(body))
+		}
+		if d := time.Since(startAt); d > 3*time.Second {
+			t.Fatalf("request %d took %v beside the slow client", i, d)
+		}
+	}
+	peak := vmRSS(t, pid)
+	t.Logf("RSS %d KiB before, %d KiB while a %d MiB response waits for its client", base>>10, peak>>10, size>>20)
+	// Compressing the whole body ahead of the client would hold some 15 MiB.
+	if peak-base > size/8 {
+		t.Fatalf("RSS grew by %d KiB while the client did not read: the response is being compressed ahead of it", (peak-base)>>10)
+	}
+	// Now read it all, slowly at first.
+	slow.c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	cr := httputilChunked(slow.br)
+	zr, err := gzip.NewReader(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("reading the slow response: %v after %d bytes", err, len(got))
+	}
+	if !bytes.Equal(got, big) {
+		t.Fatalf("the slow response decompresses to %d bytes unlike the upstream's %d", len(got), len(big))
+	}
+	in.checkNoPanic()
+}
+
+// httputilChunked decodes a chunked body from br (the head already read).
+func httputilChunked(br *bufio.Reader) io.Reader {
+	return &chunkedReader{br: br}
+}
+
+// chunkedReader is a minimal chunked decoder for a body read after its head.
+type chunkedReader struct {
+	br   *bufio.Reader
+	left int64
+	done bool
+}
+
+func (c *chunkedReader) Read(p []byte) (int, error) {
+	if c.done {
+		return 0, io.EOF
+	}
+	if c.left == 0 {
+		line, err := c.br.ReadString('\n')
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(line), 16, 64)
+		if err != nil {
+			return 0, fmt.Errorf("chunk size %q: %v", line, err)
+		}
+		if n == 0 {
+			c.done = true
+			c.br.ReadString('\n')
+			return 0, io.EOF
+		}
+		c.left = n
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.br.Read(p)
+	c.left -= int64(n)
+	if c.left == 0 && err == nil {
+		_, err = c.br.Discard(2)
+	}
+	return n, err
 }
