@@ -312,7 +312,11 @@ func gzipRatio(dst []byte, r *httpcore.Request, _ string) []byte {
 	if ctx == nil || !r.HeaderSent() || ctx.mode != encoding || ctx.enc != Gzip || !ctx.finished || ctx.out == 0 {
 		return dst
 	}
-	zin, zout := ctx.in, ctx.out
+	return appendRatio(dst, ctx.in, ctx.out)
+}
+
+// appendRatio appends zin/zout with two decimals, rounded as nginx does.
+func appendRatio(dst []byte, zin, zout int64) []byte {
 	i, frac := zin/zout, zin*100/zout%100
 	if zin*1000/zout%10 > 4 {
 		if frac++; frac > 99 {

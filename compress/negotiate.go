@@ -221,7 +221,10 @@ func parseQ(v []byte) int {
 		q += int(c-'0') * w
 		w /= 10
 	}
-	return min(q, 1000)
+	if q > 1000 {
+		return 0
+	}
+	return q
 }
 
 // allowed is the rest of nginx's ngx_http_gzip_ok once Accept-Encoding accepts the
