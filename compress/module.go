@@ -137,6 +137,10 @@ func defaults() LocConf {
 // defaultLevel: nginx's gzip_comp_level 1, ngx_brotli's 6, zstd-nginx-module's 1.
 var defaultLevel = [numEncodings]int{1, 6, 1}
 
+// levelNote says how a level maps to the library's settings.
+var levelNote = [numEncodings]string{"", " The window is 512 KB (ngx_brotli's brotli_window default).",
+	" Levels map to klauspost/compress's four speeds (1-2 fastest, 3-5 default, 6-9 better, 10-22 best); the window is at most 1 MB."}
+
 // levelRange is each encoding's levels.
 var levelRange = [numEncodings][2]int{{1, 9}, {0, 11}, {1, 22}}
 
@@ -167,7 +171,7 @@ func directives() []conf.Directive {
 	d := []conf.Directive{
 		{Name: "gzip_vary", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Vary }, bitVary),
 			Syntax: "gzip_vary on | off;", Default: "off",
-			Doc: "Adds Vary: Accept-Encoding to responses gzip, gzip_static, gunzip, brotli or zstd looked at (whether or not they were compressed)."},
+			Doc: "Adds Vary: Accept-Encoding to responses gzip, gunzip, brotli or zstd looked at (compressed or not: their type and length qualified)."},
 		{Name: "gzip_http_version", Contexts: hsl, Args: conf.Args1, Set: setHTTPVersion,
 			Syntax: "gzip_http_version 1.0 | 1.1;", Default: "1.1",
 			Doc: "The least HTTP version of a request whose response is compressed (by any encoding)."},
@@ -200,10 +204,10 @@ func coderDirectives(e Encoding) []conf.Directive {
 	return []conf.Directive{
 		{Name: name, Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Coders[e].On }, b[0]),
 			Syntax: name + " on | off;", Default: "off",
-			Doc: "Compresses responses with " + what + " as they stream (200, 403 and 404; not already encoded), for clients that accept it; see \"Compression\" for the choice between encodings."},
+			Doc: "Compresses responses with " + what + " as they stream (200, 403 and 404; not already encoded), for clients that accept it. Of the codings on, the one Accept-Encoding gives the highest q-value wins; at equal q-values br, then zstd, then gzip."},
 		{Name: name + "_comp_level", Contexts: hsl, Args: conf.Args1, Set: setLevel(e, b[1]),
 			Syntax: name + "_comp_level level;", Default: fmt.Sprint(defaultLevel[e]),
-			Doc: fmt.Sprintf("The %s compression level, %d to %d.", what, lr[0], lr[1])},
+			Doc: fmt.Sprintf("The %s compression level, %d to %d.", what, lr[0], lr[1]) + levelNote[e]},
 		{Name: name + "_min_length", Contexts: hsl, Args: conf.Args1, Set: setMinLength(e, b[2]),
 			Syntax: name + "_min_length length;", Default: "20",
 			Doc: "The least Content-Length compressed; a response of unknown length is compressed."},
