@@ -211,3 +211,29 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeAllocs: once a loop's pool holds an encoder, compressing a response
+// allocates nothing with gzip and brotli; klauspost's zstd encoder allocates its
+// frame header and checksum buffers (they escape through io.Writer), 2 a response.
+func TestEncodeAllocs(t *testing.T) {
+	body := text(64<<10, rand.New(rand.NewPCG(1, 1)))
+	l := newLoop(nil).(*loopState)
+	for e := range numEncodings {
+		ctx := &reqCtx{mode: encoding, enc: e, level: defaultLevel[e], limit: 128 << 10, loop: l}
+		ctx.next = func(*httpcore.Request, *httpcore.Out) {}
+		in := &httpcore.Out{}
+		run := func() {
+			ctx.finished = false
+			for p := body; len(p) > 0; p = p[min(len(p), 8192):] {
+				*in = httpcore.Out{Data: p[:min(len(p), 8192)]}
+				ctx.encode(in)
+			}
+			*in = httpcore.Out{Last: true}
+			ctx.encode(in)
+		}
+		run() // the pool gets its encoder
+		if n := testing.AllocsPerRun(20, run); n > map[Encoding]float64{Zstd: 2}[e] {
+			t.Errorf("%s: %.1f allocations per response", e, n)
+		}
+	}
+}

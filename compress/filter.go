@@ -43,6 +43,7 @@ type reqCtx struct {
 	r    *httpcore.Request
 	next httpcore.BodyFilter
 	loop *loopState
+	o    httpcore.Out // what is passed on (a local would escape to the heap)
 }
 
 func ctxOf(r *httpcore.Request) *reqCtx {
@@ -216,9 +217,14 @@ func (ctx *reqCtx) passOut(last, flush bool) {
 	if len(l.out) == 0 && !last && !flush {
 		return
 	}
-	o := httpcore.Out{Data: l.out, Last: last, Flush: flush}
+	ctx.pass(l.out, last, flush)
 	l.out = l.out[:0]
-	ctx.next(ctx.r, &o)
+}
+
+// pass sends data down the chain.
+func (ctx *reqCtx) pass(data []byte, last, flush bool) {
+	ctx.o = httpcore.Out{Data: data, Last: last, Flush: flush}
+	ctx.next(ctx.r, &ctx.o)
 }
 
 // encode compresses body bytes as they come.

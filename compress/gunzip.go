@@ -137,7 +137,7 @@ func (ctx *reqCtx) feed(data []byte, last, flush bool) bool {
 	if f == nil {
 		if len(data) == 0 {
 			ctx.finished = last // an empty body stays empty
-			ctx.next(ctx.r, &httpcore.Out{Last: last, Flush: flush})
+			ctx.pass(nil, last, flush)
 			return !ctx.dead
 		}
 		f = ctx.loop.getInflater()
@@ -152,7 +152,7 @@ func (ctx *reqCtx) feed(data []byte, last, flush bool) bool {
 			break
 		}
 		if len(f.output) > 0 {
-			ctx.next(ctx.r, &httpcore.Out{Data: f.output})
+			ctx.pass(f.output, false, false)
 			if ctx.dead {
 				return false
 			}
@@ -174,9 +174,9 @@ func (ctx *reqCtx) feed(data []byte, last, flush bool) bool {
 	switch {
 	case last:
 		ctx.finished = true
-		ctx.next(ctx.r, &httpcore.Out{Last: true})
+		ctx.pass(nil, true, false)
 	case flush:
-		ctx.next(ctx.r, &httpcore.Out{Flush: true})
+		ctx.pass(nil, false, true)
 	}
 	return !ctx.dead
 }
