@@ -104,7 +104,7 @@ func headerFilter(r *httpcore.Request) {
 	ctx.release()
 	*ctx = reqCtx{loop: ctx.loop}
 	lc, _ := r.LocConf(self).(*LocConf)
-	if lc == nil {
+	if lc == nil || !lc.Gunzip && !lc.Coders[Gzip].On && !lc.Coders[Brotli].On && !lc.Coders[Zstd].On {
 		return
 	}
 	h := r.Header()
