@@ -39,6 +39,7 @@ type reqCtx struct {
 	inflate    *inflater
 	in, out    int64 // body bytes in and out, for $gzip_ratio
 	finished   bool  // the compressed body ended
+	failed     bool  // the body cannot be encoded or decoded: what follows is dropped
 
 	r    *httpcore.Request
 	next httpcore.BodyFilter
@@ -76,6 +77,9 @@ func initModule(s *httpcore.Setup) error {
 		ctx, _ := r.Ctx(key).(*reqCtx)
 		if ctx == nil || ctx.mode == passThrough || ctx.headerOnly {
 			nextBody(r, o)
+			return
+		}
+		if ctx.failed {
 			return
 		}
 		ctx.r, ctx.next = r, nextBody
@@ -241,7 +245,7 @@ func (ctx *reqCtx) encode(o *httpcore.Out) {
 		w, err := ctx.loop.get(ctx.enc, ctx.level, ctx)
 		if err != nil {
 			ctx.r.Log().Error("creating the "+ctx.enc.String()+" encoder failed: "+err.Error(), "client", ctx.r.RemoteAddr().String())
-			ctx.r.Abort()
+			ctx.fail()
 			return
 		}
 		ctx.w = w
@@ -264,7 +268,7 @@ func (ctx *reqCtx) encode(o *httpcore.Out) {
 		m, err := pread(fd, l.file[:min(int64(len(l.file)), n)], off)
 		if err != nil {
 			ctx.r.Log().Error("reading a file to compress failed: "+err.Error(), "client", ctx.r.RemoteAddr().String())
-			ctx.r.Abort()
+			ctx.fail()
 			return
 		}
 		off, n = off+int64(m), n-int64(m)
@@ -283,6 +287,16 @@ func (ctx *reqCtx) encode(o *httpcore.Out) {
 		ctx.w.Flush()
 	}
 	ctx.passOut(last, flush)
+}
+
+// fail ends the response short: the rest of the body is dropped and never its end,
+// so a chunked response stays incomplete for the client, and the connection closes
+// when the request finishes. The request is not aborted here: whoever is sending the
+// body is in the middle of a call that expects the request to outlive it.
+func (ctx *reqCtx) fail() {
+	ctx.failed = true
+	ctx.r.DisableKeepAlive()
+	ctx.release()
 }
 
 // endBusy gives the encoder back when the request ended while it was in use.

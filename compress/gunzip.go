@@ -119,7 +119,7 @@ func (ctx *reqCtx) gunzip(o *httpcore.Out) {
 		m, err := pread(fd, l.file[:min(int64(len(l.file)), n)], off)
 		if err != nil {
 			ctx.r.Log().Error("reading a file to gunzip failed: "+err.Error(), "client", ctx.r.RemoteAddr().String())
-			ctx.r.Abort()
+			ctx.fail()
 			return
 		}
 		off, n = off+int64(m), n-int64(m)
@@ -168,7 +168,7 @@ func (ctx *reqCtx) feed(data []byte, last, flush bool) bool {
 			err = io.ErrUnexpectedEOF
 		}
 		ctx.r.Log().Error("gunzip of the response failed: "+err.Error(), "client", ctx.r.RemoteAddr().String())
-		ctx.r.Abort()
+		ctx.fail()
 		return false
 	}
 	switch {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -465,4 +467,122 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 		_, err = c.br.Discard(2)
 	}
 	return n, err
+}
+
+// TestGzipKeepAliveSequence: responses on one connection, and pipelined, each get
+// their own decision and encoder state: compressed, plain, gunzipped, brotli.
+func TestGzipKeepAliveSequence(t *testing.T) {
+	up := newBackend(t, gzipUpstream)
+	addr := addrFor(t)
+	in := startHTTP(t, fmt.Sprintf(`
+  server {
+    listen %s;
+    location / { proxy_pass http://%s; gzip on; brotli on; gunzip on; }
+  }`, addr, up.Addr), addr)
+	want := string(compressible(3000))
+	reqs := []struct{ path, ae, ce string }{
+		{"/?n=3000&chunked=1", "gzip", "gzip"},
+		{"/?n=3000", "", ""},
+		{"/?n=3000&gz=1", "", ""},
+		{"/?n=3000", "br", "br"},
+		{"/?n=3000&gz=1&chunked=1", "br", ""},
+		{"/?n=3000", "gzip", "gzip"},
+	}
+	cl := newClient(t, addr)
+	for round := range 2 {
+		var batch strings.Builder
+		for _, r := range reqs {
+			req := "GET " + r.path + " HTTP/1.1\r\nHost: test\r\n"
+			if r.ae != "" {
+				req += "Accept-Encoding: " + r.ae + "\r\n"
+			}
+			req += "\r\n"
+			if round == 0 {
+				cl.send(req) // one at a time
+				checkSeq(t, cl, r.path, r.ae, r.ce, want)
+			} else {
+				batch.WriteString(req) // pipelined
+			}
+		}
+		if round == 1 {
+			cl.send(batch.String())
+			for _, r := range reqs {
+				checkSeq(t, cl, r.path, r.ae, r.ce, want)
+			}
+		}
+	}
+	in.checkNoPanic()
+}
+
+func checkSeq(t *testing.T, cl *client, path, ae, wantCE, want string) {
+	t.Helper()
+	resp, body := cl.read("GET")
+	ce := resp.Header.Get("Content-Encoding")
+	if ce != wantCE {
+		t.Fatalf("%s (%q): Content-Encoding %q, want %q", path, ae, ce, wantCE)
+	}
+	var r io.Reader = strings.NewReader(body)
+	switch ce {
+	case "gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	case "br":
+		r = brotli.NewReader(r)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || string(got) != want {
+		t.Fatalf("%s (%q): body of %d bytes unlike the upstream's (%v)", path, ae, len(got), err)
+	}
+}
+
+// TestGunzipBrokenBody: an upstream body that is not the gzip its Content-Encoding
+// says, or ends in the middle, is never passed off as a complete response: the
+// connection closes (nginx does the same), the error is logged, nothing panics.
+func TestGunzipBrokenBody(t *testing.T) {
+	good := gzipped(compressible(200000))
+	bodies := map[string][]byte{
+		"/garbage":   []byte("this is not gzip at all, not even close"),
+		"/truncated": good[:len(good)/2],
+		"/corrupt":   append(append(append([]byte{}, good[:20]...), bytes.Repeat([]byte{0xff}, 64)...), good[84:]...),
+	}
+	newUp := func() *rawUpstream {
+		return newRawUpstream(t, func(c net.Conn) {
+			br := bufio.NewReader(c)
+			head, err := readHead(br)
+			if err != nil {
+				return
+			}
+			path := strings.Fields(head)[1]
+			b := bodies[path]
+			// The announced length is the whole of the good body: the truncated one
+			// ends with the connection.
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n", max(len(b), len(good)))
+			c.Write(b)
+		})
+	}
+	targets, _ := startBoth(t, newUp, func(listen string, up *rawUpstream) string {
+		return fmt.Sprintf("server { listen %s; location / { proxy_pass http://%s; gunzip on; } }", listen, up.Addr)
+	})
+	for _, tg := range targets {
+		for path := range bodies {
+			raw, _ := roundTripRaw(t, tg.addr, "GET "+path+" HTTP/1.1\r\nHost: test\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+			}
+			if err == nil {
+				t.Errorf("%s %s: a complete response from a broken gzip body", tg.name, path)
+			}
+		}
+		if tg.in != nil {
+			tg.in.checkNoPanic()
+			log, _ := os.ReadFile(tg.in.path("logs/error.log"))
+			if !strings.Contains(string(log), "gunzip of the response failed") {
+				t.Errorf("numaproxy logged no gunzip error:\n%s", log)
+			}
+		}
+	}
 }
