@@ -234,7 +234,9 @@ func (ctx *reqCtx) pass(data []byte, last, flush bool) {
 // encode compresses body bytes as they come.
 func (ctx *reqCtx) encode(o *httpcore.Out) {
 	if ctx.finished {
-		ctx.next(ctx.r, o)
+		if o.Flush {
+			ctx.pass(nil, false, true) // nothing can follow the encoded body's end
+		}
 		return
 	}
 	if ctx.w == nil {

@@ -99,7 +99,9 @@ func (f *inflater) run(yield func(struct{}) bool) {
 // coroutine, and what it yields goes down the chain.
 func (ctx *reqCtx) gunzip(o *httpcore.Out) {
 	if ctx.finished {
-		ctx.next(ctx.r, o)
+		if o.Flush {
+			ctx.pass(nil, false, true) // nothing can follow the decoded body's end
+		}
 		return
 	}
 	ctx.busy = true
