@@ -138,8 +138,10 @@ func defaults() LocConf {
 var defaultLevel = [numEncodings]int{1, 6, 1}
 
 // levelNote says how a level maps to the library's settings.
-var levelNote = [numEncodings]string{"", " The window is 512 KB (ngx_brotli's brotli_window default).",
-	" Levels map to klauspost/compress's four speeds (1-2 fastest, 3-5 default, 6-9 better, 10-22 best); the window is at most 1 MB."}
+var levelNote = [numEncodings]string{
+	" An encoder (one per response being compressed, pooled per loop) takes 0.7 MB at level 1, 1.4 MB at 9.",
+	" The window is 512 KB (ngx_brotli's brotli_window default); an encoder takes 2.8 MB at level 4, 4.4 MB at 6, 7.7 MB at 11.",
+	" Levels map to klauspost/compress's four speeds (1-2 fastest, 3-5 default, 6-9 better, 10-22 best); the window is at most 1 MB; an encoder takes 1.5 MB at level 1, 2.6 MB at 3, 5.5 MB at 6-9, 36 MB from 10."}
 
 // levelRange is each encoding's levels.
 var levelRange = [numEncodings][2]int{{1, 9}, {0, 11}, {1, 22}}

@@ -68,7 +68,7 @@ func (l *loopState) get(e Encoding, level int, w io.Writer) (encoder, error) {
 		return brotli.NewWriterOptions(w, brotli.WriterOptions{Quality: level, LGWin: brotliWindow}), nil
 	default:
 		return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-			zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdWindow))
+			zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdWindow), zstd.WithLowerEncoderMem(true))
 	}
 }
 
