@@ -76,7 +76,11 @@ func (l *loopState) get(e Encoding, level int, w io.Writer) (encoder, error) {
 // reference to the response.
 func (l *loopState) put(e Encoding, level int, enc encoder) {
 	enc.Reset(io.Discard)
-	if len(l.free[e][level]) < maxFree {
+	keep := maxFree
+	if e == Zstd && level >= 10 {
+		keep = 1 // 36 MB each
+	}
+	if len(l.free[e][level]) < keep {
 		l.free[e][level] = append(l.free[e][level], enc)
 	}
 }
