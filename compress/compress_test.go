@@ -21,7 +21,7 @@ func TestGzipAccepted(t *testing.T) {
 		"GZIP": true, "x-gzip": false, "gzipx": false, "gzip;q=0": false, "gzip; q=0.000": false,
 		"gzip;q=0.5": true, "gzip;q=1": true, "gzip;q=1.0": true, "gzip;q=1.5": false, "gzip;q=0.0001": false,
 		"gzip;q=": false, "gzip;level=1": false, "gzip ;q=0": false, "gzip ; q=0.2": true, "gzip;  q=0.2": true,
-		"*": false, "": false, "gzi": false, "deflate, x-gzip, gzip": true, "gzip;Q=0.1": true,
+		"*": false, "": false, "deflateq=5gzipgzip": true, "x-gzipgzip": true, "x-gzip,gzip": true, "gzi": false, "deflate, x-gzip, gzip": true, "gzip;Q=0.1": true,
 	} {
 		if got := gzipAccepted([]byte(ae)); got != want {
 			t.Errorf("gzipAccepted(%q) = %v, want %v", ae, got, want)

@@ -24,7 +24,7 @@ type inflater struct {
 	done      bool // the gzip stream ended
 	next      func() (struct{}, bool)
 	cancel    func()
-	yieldFn   func(struct{}) bool
+	yield     func(struct{}) bool // the coroutine's, for Read (set when it starts)
 	buf       [chunk]byte
 }
 
@@ -64,12 +64,9 @@ func (f *inflater) wait() error {
 	return nil
 }
 
-// yieldFn is the coroutine's yield, kept for Read (set when the coroutine starts).
-func (f *inflater) yield(v struct{}) bool { return f.yieldFn(v) }
-
 // run is the coroutine: decompress until the end, yielding output.
 func (f *inflater) run(yield func(struct{}) bool) {
-	f.yieldFn = yield
+	f.yield = yield
 	if err := f.zr.Reset(f); err != nil {
 		f.err = err
 		return
@@ -188,6 +185,6 @@ func (f *inflater) stop() {
 	if f.cancel != nil {
 		f.cancel()
 	}
-	f.next, f.cancel, f.yieldFn = nil, nil, nil
+	f.next, f.cancel, f.yield = nil, nil, nil
 	f.in, f.output = nil, nil
 }

@@ -82,7 +82,9 @@ func gzipAccepted(ae []byte) bool {
 			return false
 		}
 		i += start
-		if i == 0 || ae[i-1] == ',' || ae[i-1] == ' ' {
+		// As nginx: "gzip" right where the search started counts, so in
+		// "xgzipgzip" the second one does.
+		if i == start || ae[i-1] == ',' || ae[i-1] == ' ' {
 			p = i
 			break
 		}

@@ -589,3 +589,45 @@ func TestGunzipBrokenBody(t *testing.T) {
 		}
 	}
 }
+
+// TestGzipRandomHeadersLikeNginx: random Accept-Encoding and User-Agent values built
+// from the pieces nginx's parsers look at (gzip, q-values, separators, MSIE
+// versions, SV1, Opera) get the same decision from numaproxy as from nginx.
+func TestGzipRandomHeadersLikeNginx(t *testing.T) {
+	up := newBackend(t, gzipUpstream)
+	targets, _ := startBoth(t, func() string { return up.Addr }, func(listen, up string) string {
+		return fmt.Sprintf("server { listen %s; location / { proxy_pass http://%s; gzip on; gzip_disable msie6; } }", listen, up)
+	})
+	rng := rand.New(rand.NewPCG(15, 1))
+	aeParts := []string{"gzip", "GZIP", "gzip", "x-gzip", "deflate", "br", "*", ",", ", ", ";", " ", "q=", "Q=", "q", "=",
+		"0", "1", "0.", "1.", "0.5", "0.0", "0.000", "1.000", "1.001", "0.0001", "5", "a", "identity", "gzipx", ";q=0", ";q=1"}
+	uaParts := []string{"Mozilla/4.0 (compatible; ", "MSIE ", "6.0", "5.5", "4.01", "7.0", "6.", "; ", "SV1", "Windows NT 5.1", ")", "Opera", " "}
+	pick := func(parts []string, n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		return b.String()
+	}
+	differ := 0
+	for i := range 300 {
+		ae := pick(aeParts, 1+rng.IntN(6))
+		ua := pick(uaParts, rng.IntN(7))
+		hdr := "Accept-Encoding: " + ae + "\r\n"
+		if ua != "" && i%2 == 0 {
+			hdr += "User-Agent: " + strings.TrimSpace(ua) + "\r\n"
+		}
+		var got [2]string
+		for j, tg := range targets {
+			resp, _ := rawExchange(t, tg.addr, "GET", "GET /?n=500 HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"+hdr+"\r\n")
+			got[j] = resp.Header.Get("Content-Encoding")
+		}
+		if got[0] != got[1] {
+			differ++
+			t.Errorf("%q: numaproxy %q, nginx %q", hdr, got[0], got[1])
+		}
+	}
+	if differ == 0 {
+		t.Logf("300 random Accept-Encoding/User-Agent pairs decided alike")
+	}
+}
