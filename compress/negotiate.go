@@ -312,8 +312,8 @@ func lastValue(h *httpcore.Header, name string) ([]byte, bool) {
 }
 
 // cacheControlHas is nginx's ngx_http_parse_multi_header_lines over every
-// Cache-Control field for a directive without a value: an element that starts with
-// name (any case) and ends there.
+// Cache-Control field for a directive without a value: an element (after a "," or a
+// ";") that starts with name (any case) and ends there, but for spaces.
 func cacheControlHas(h *httpcore.Header, name string) bool {
 	for i := h.Next("Cache-Control", 0); i >= 0; i = h.Next("Cache-Control", i+1) {
 		v := h.Value(i)
@@ -321,18 +321,23 @@ func cacheControlHas(h *httpcore.Header, name string) bool {
 		for start < len(v) {
 			if len(v)-start >= len(name) && http1.EqualFold(v[start:start+len(name)], name) {
 				end := start + len(name)
+				for end < len(v) && v[end] == ' ' {
+					end++
+				}
 				if end == len(v) || v[end] == ',' {
 					return true
 				}
 			}
-			for start < len(v) && v[start] != ',' {
-				start++
-			}
+			// On past the next "," or ";", and the spaces after it.
 			for start < len(v) {
+				c := v[start]
 				start++
-				if start >= len(v) || v[start] != ' ' {
+				if c == ',' || c == ';' {
 					break
 				}
+			}
+			for start < len(v) && v[start] == ' ' {
+				start++
 			}
 		}
 	}

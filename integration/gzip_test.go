@@ -643,3 +643,62 @@ func TestGzipRandomHeadersLikeNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestGzipProxiedRandomLikeNginx: random gzip_proxied flag sets against random
+// response headers (Expires, Cache-Control, Last-Modified, ETag) and requests with
+// Via and maybe Authorization get nginx's decisions.
+func TestGzipProxiedRandomLikeNginx(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 2))
+	flags := []string{"off", "any", "expired", "no-cache", "no-store", "private", "no_last_modified", "no_etag", "auth"}
+	var locs []string
+	for i := range 12 {
+		var set []string
+		for range 1 + rng.IntN(3) {
+			set = append(set, flags[2+rng.IntN(len(flags)-2)])
+		}
+		locs = append(locs, fmt.Sprintf("location /l%d/ { proxy_pass http://%%[1]s; gzip on; gzip_proxied %s; }", i, strings.Join(set, " ")))
+	}
+	up := newBackend(t, gzipUpstream)
+	targets, _ := startBoth(t, func() string { return up.Addr }, func(listen, up string) string {
+		return fmt.Sprintf("server { listen %s;\n", listen) + fmt.Sprintf(strings.Join(locs, "\n"), up) + "\n}"
+	})
+	ccTokens := []string{"no-cache", "No-Store", "private", "public", "max-age=0", "private=x", "no-cache ", " no-store", "no-cachex",
+		"private;x", "x;no-cache", "no-store  ", "  private", "no-cache;", ""}
+	for range 400 {
+		q := fmt.Sprintf("/l%d/?n=500", rng.IntN(len(locs)))
+		add := func(h string) { q += "&h=" + url.QueryEscape(h) }
+		switch rng.IntN(5) {
+		case 0:
+			add("Expires:Thu, 01 Jan 1998 00:00:00 GMT")
+		case 1:
+			add("Expires:Thu, 01 Jan 2099 00:00:00 GMT")
+		case 2:
+			add("Expires:0")
+		}
+		for range rng.IntN(3) {
+			var toks []string
+			for range 1 + rng.IntN(3) {
+				toks = append(toks, ccTokens[rng.IntN(len(ccTokens))])
+			}
+			add("Cache-Control:" + strings.Join(toks, ","))
+		}
+		if rng.IntN(2) == 0 {
+			add("Last-Modified:Thu, 01 Jan 1998 00:00:00 GMT")
+		}
+		if rng.IntN(2) == 0 {
+			add(`ETag:"e"`)
+		}
+		hdr := "Accept-Encoding: gzip\r\nVia: 1.1 x\r\n"
+		if rng.IntN(3) == 0 {
+			hdr += "Authorization: Basic eDp5\r\n"
+		}
+		var got [2]string
+		for j, tg := range targets {
+			resp, _ := rawExchange(t, tg.addr, "GET", "GET "+q+" HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"+hdr+"\r\n")
+			got[j] = resp.Header.Get("Content-Encoding") + " " + resp.Header.Get("ETag")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s %q: numaproxy %q, nginx %q", q, hdr, got[0], got[1])
+		}
+	}
+}
