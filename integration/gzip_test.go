@@ -100,6 +100,7 @@ func gzipConf(listen, up string) string {
     location /gun/ { proxy_pass http://%[2]s; gunzip on; gzip_vary on; }
     location /gungz/ { proxy_pass http://%[2]s; gunzip on; gzip on; }
     location /err/ { gzip on; return 404; }
+    location /ret/ { gzip on; gzip_types text/plain; return 200 "a text long enough to be compressed, a text long enough to be compressed"; }
 %s  }
 `, listen, up, proxied)
 }
@@ -129,7 +130,11 @@ func gzipExchange(t *testing.T, addr string, c gzipCase) gzipSeen {
 	if c.http10 {
 		proto = "HTTP/1.0"
 	}
-	req := method + " " + c.path + " " + proto + "\r\nHost: test\r\nConnection: close\r\n" + c.hdr + "\r\n"
+	conn := "Connection: close\r\n"
+	if strings.Contains(c.hdr, "Connection:") {
+		conn = ""
+	}
+	req := method + " " + c.path + " " + proto + "\r\nHost: test\r\n" + conn + c.hdr + "\r\n"
 	resp, body := rawExchange(t, addr, method, req)
 	s := gzipSeen{status: resp.StatusCode, encoding: resp.Header.Get("Content-Encoding"),
 		vary: sortedValues(resp.Header.Values("Vary")), etag: resp.Header.Get("ETag"),
@@ -211,6 +216,10 @@ func TestGzipLikeNginx(t *testing.T) {
 		{path: "/g/?n=1000", hdr: ae, http10: true},
 		{path: "/v10/?n=1000", hdr: ae, http10: true},
 		{path: "/v10/?n=1000&chunked=1", hdr: ae, http10: true},
+		{path: "/v10/?n=1000", hdr: ae + "Connection: keep-alive\r\n", http10: true},
+		{path: "/v10/?n=10", hdr: ae + "Connection: keep-alive\r\n", http10: true},
+		{path: "/ret/", hdr: ae},
+		{path: "/ret/", hdr: ae, head: true},
 		{path: "/err/", hdr: ae},
 		{path: "/dis/?n=1000", hdr: ae + "User-Agent: curl/7.88.1\r\n"},
 		{path: "/dis/?n=1000", hdr: ae + "User-Agent: CURL/7.88.1\r\n"},
