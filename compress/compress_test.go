@@ -216,6 +216,9 @@ func FuzzStream(f *testing.F) {
 // allocates nothing with gzip and brotli; klauspost's zstd encoder allocates its
 // frame header and checksum buffers (they escape through io.Writer), 2 a response.
 func TestEncodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	body := text(64<<10, rand.New(rand.NewPCG(1, 1)))
 	l := newLoop(nil).(*loopState)
 	for e := range numEncodings {
