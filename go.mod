@@ -3,7 +3,9 @@ module github.com/numaproxy/numaproxy
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/cilium/ebpf v0.22.0
+	github.com/klauspost/compress v1.20.3
 	github.com/miekg/dns v1.1.73
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/valyala/fasthttp v1.78.0
@@ -13,7 +15,6 @@ require (
 )
 
 require (
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 )

@@ -102,6 +102,20 @@ func (h *Header) Get(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// Next is the index of the first field called name (any case) from index from on,
+// or -1: a filter walks every field of a name with it (Value reads one).
+func (h *Header) Next(name string, from int) int {
+	for i := max(from, 0); i < len(h.fields); i++ {
+		if f := &h.fields[i]; !f.deleted && http1.EqualFold(f.name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Value is the value of field i (from Next).
+func (h *Header) Value(i int) []byte { return h.fields[i].value }
+
 // Del removes every field called name (any case).
 func (h *Header) Del(name string) {
 	for i := range h.fields {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/numaproxy/numaproxy/compress"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/geo"
 	"github.com/numaproxy/numaproxy/headers"
@@ -21,5 +22,5 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module,
+	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, compress.Module, headers.Module, tls.Module,
 	varmap.Module, geo.Module, splitclients.Module)

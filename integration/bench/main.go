@@ -36,7 +36,7 @@ func main() {
 	foreignMax := flag.Float64("foreign-max", 0.05, "share of CPU 0 that other processes may use before a run is repeated")
 	retries := flag.Int("retries", -1, "repeats of a run with foreign load on CPU 0 (default 3, 1 with -quick)")
 	proxies := flag.String("proxies", "numaproxy,nginx,haproxy,go-httputil", "proxies to compare, in interleaving order")
-	shapes := flag.String("shapes", "keepalive,close,large,openloop,idle,reload,locality", "shapes to run")
+	shapes := flag.String("shapes", "keepalive,close,large,openloop,idle,reload,gzip1,gzip5,locality", "shapes to run")
 	out := flag.String("out", "", "JSON results file (default integration/bench/results/<date>[-quick].json)")
 	noInstall := flag.Bool("no-install", false, "do not apt-get missing tools")
 	flag.Parse()
@@ -225,6 +225,17 @@ func run(opt options, outPath string, install bool) error {
 				}
 				procs = append(procs, p)
 			}
+		}
+		if s.gzip {
+			var with []string
+			for _, p := range procs {
+				if !proxyDefs[p].gzip {
+					h.skipped[s.Name+" "+p] = "does not compress"
+					continue
+				}
+				with = append(with, p)
+			}
+			procs = with
 		}
 		for rep := 1; rep <= opt.reps; rep++ {
 			for _, p := range procs {

@@ -50,6 +50,8 @@ type proxyDef struct {
 	command func(env *env, dir string, d confData) ([]string, error)
 	// reload asks the running proxy to reload its configuration; nil if it cannot.
 	reload func(p *proc) error
+	// gzip: its configuration compresses (the gzip shapes run only on these).
+	gzip bool
 }
 
 func signalReload(sig syscall.Signal) func(p *proc) error {
@@ -57,14 +59,14 @@ func signalReload(sig syscall.Signal) func(p *proc) error {
 }
 
 var proxyDefs = map[string]proxyDef{
-	"numaproxy": {Name: "numaproxy", command: func(e *env, dir string, d confData) ([]string, error) {
+	"numaproxy": {Name: "numaproxy", gzip: true, command: func(e *env, dir string, d confData) ([]string, error) {
 		conf := filepath.Join(dir, "numaproxy.conf")
 		if err := renderTemplate("numaproxy.conf.tmpl", conf, d); err != nil {
 			return nil, err
 		}
 		return []string{e.numaproxy, "-p", dir, "-c", conf}, nil
 	}, reload: signalReload(syscall.SIGHUP)},
-	"nginx": {Name: "nginx", command: func(e *env, dir string, d confData) ([]string, error) {
+	"nginx": {Name: "nginx", gzip: true, command: func(e *env, dir string, d confData) ([]string, error) {
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := renderTemplate("nginx.conf.tmpl", conf, d); err != nil {
 			return nil, err

@@ -42,6 +42,7 @@ type summary struct {
 	P99       spread  `json:"p99_us"`
 	P999      spread  `json:"p999_us"`
 	KBPerConn spread  `json:"kb_per_idle_conn"`
+	GzipBytes spread  `json:"gzip_bytes"`
 	LagP99    spread  `json:"generator_lag_p99_us"`
 	Local     spread  `json:"local_fraction"`
 	Errors    int64   `json:"errors"`
@@ -56,6 +57,7 @@ type summary struct {
 	P99VsNginx       float64 `json:"p99_vs_nginx,omitempty"`
 	KBVsNginx        float64 `json:"kb_per_conn_vs_nginx,omitempty"`
 	MBpsVsNginx      float64 `json:"mb_per_s_vs_nginx,omitempty"`
+	GzipVsNginx      float64 `json:"gzip_bytes_vs_nginx,omitempty"`
 }
 
 func summarize(results, discarded []runResult) []summary {
@@ -73,7 +75,7 @@ func summarize(results, discarded []runResult) []summary {
 	for _, k := range order {
 		rs := groups[k]
 		s := summary{Shape: k.shape, Proxy: k.proxy, Runs: len(rs)}
-		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag []float64
+		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz []float64
 		for _, r := range rs {
 			s.Errors += r.Errors
 			if s.ErrorKind == "" && r.ErrorKind != "" {
@@ -91,6 +93,9 @@ func summarize(results, discarded []runResult) []summary {
 			rss = append(rss, float64(r.RSSBytes)/(1<<20))
 			if r.MBps > 0 {
 				mbps = append(mbps, r.MBps)
+			}
+			if r.GzipBytes > 0 {
+				gz = append(gz, r.GzipBytes)
 			}
 			if r.P50 > 0 {
 				p50, p99, p999 = append(p50, r.P50), append(p99, r.P99), append(p999, r.P999)
@@ -115,7 +120,7 @@ func summarize(results, discarded []runResult) []summary {
 		}
 		s.ReqPerSec, s.CPUus, s.RSSMiB, s.MBps = spreadOf(rps), spreadOf(cpu), spreadOf(rss), spreadOf(mbps)
 		s.P50, s.P99, s.P999, s.KBPerConn, s.Local = spreadOf(p50), spreadOf(p99), spreadOf(p999), spreadOf(kb), spreadOf(local)
-		s.LagP99 = spreadOf(lag)
+		s.LagP99, s.GzipBytes = spreadOf(lag), spreadOf(gz)
 		out = append(out, s)
 	}
 	ratio := func(a, b spread) float64 {
@@ -132,6 +137,7 @@ func summarize(results, discarded []runResult) []summary {
 				out[i].P99VsNginx = ratio(out[i].P99, n.P99)
 				out[i].KBVsNginx = ratio(out[i].KBPerConn, n.KBPerConn)
 				out[i].MBpsVsNginx = ratio(out[i].MBps, n.MBps)
+				out[i].GzipVsNginx = ratio(out[i].GzipBytes, n.GzipBytes)
 			}
 		}
 	}
@@ -222,6 +228,12 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.MBps, 0), fmtRatio(s.MBpsVsNginx),
 					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
+		case "gzip1", "gzip5":
+			fmt.Fprintln(tw, "proxy\treq/s\tCPU µs/req\tCPU ×nginx\tgzip bytes\tbytes ×nginx\tRSS MiB\terrors\treruns\t")
+			for _, s := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx),
+					fmtSpread(s.GzipBytes, 0), fmtRatio(s.GzipVsNginx), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
+			}
 		case "reload":
 			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\treloads\terrors\terrors/reload\tCPU µs/req\tCPU ×nginx\treruns\t")
 			for _, s := range rows {
@@ -303,6 +315,8 @@ func (r runResult) line() string {
 		s += fmt.Sprintf(", %.2f KB/conn", r.KBPerConn)
 	case r.Shape == "large":
 		s += fmt.Sprintf(", %.0f MB/s", r.MBps)
+	case r.GzipBytes > 0:
+		s += fmt.Sprintf(", %.0f bytes compressed", r.GzipBytes)
 	case r.Shape == "locality":
 		s += fmt.Sprintf(", %.1f%% local", 100*r.LocalFraction)
 	}

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -22,9 +24,29 @@ var smallBody = []byte("numaproxy benchmark upstream: a small response body of a
 
 const largeSize = 1 << 20
 
-// runUpstream serves "/" (smallBody) and "/1m" (1 MiB) with fasthttp.
+// compressibleSize is the gzip shapes' response: HTML-like text that gzip shrinks to
+// about a third.
+const compressibleSize = 100 << 10
+
+// compressibleBody is compressibleSize bytes of words and numbers drawn from a
+// fixed seed, the same in every run.
+func compressibleBody() []byte {
+	words := []string{"<p>", "numaproxy", "nginx", "gzip", "</p>\n", "compression", "stream", "loop", "the", "a"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b bytes.Buffer
+	for b.Len() < compressibleSize {
+		b.WriteString(words[rng.IntN(len(words))])
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(rng.IntN(1000)))
+	}
+	return b.Bytes()[:compressibleSize]
+}
+
+// runUpstream serves "/" (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
+// (compressibleBody, text/html) with fasthttp.
 func runUpstream(addr string) error {
 	large := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
+	text := compressibleBody()
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			switch string(ctx.Path()) {
@@ -33,6 +55,11 @@ func runUpstream(addr string) error {
 			case "/1m":
 				ctx.Response.SetBodyRaw(large)
 			default:
+				if bytes.HasSuffix(ctx.Path(), []byte("/100k")) {
+					ctx.Response.Header.SetContentType("text/html")
+					ctx.Response.SetBodyRaw(text)
+					return
+				}
 				ctx.SetStatusCode(404)
 			}
 		},

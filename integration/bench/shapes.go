@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -37,6 +41,7 @@ type runResult struct {
 	P99           float64 `json:"p99_us,omitempty"`
 	P999          float64 `json:"p999_us,omitempty"`
 	KBPerConn     float64 `json:"kb_per_idle_conn,omitempty"`
+	GzipBytes     float64 `json:"gzip_bytes,omitempty"` // the compressed body of the gzip shapes
 	LocalFraction float64 `json:"local_fraction,omitempty"`
 	Errors        int64   `json:"errors"`
 	ErrorKind     string  `json:"error_kind,omitempty"`
@@ -80,6 +85,7 @@ type shapeDef struct {
 	measure func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error
 	own     func(h *harness) // shapes that start their own processes
 	reload  bool             // only proxies that can reload; started ready for it
+	gzip    bool             // only proxies that compress
 }
 
 var shapeDefs = []shapeDef{
@@ -89,6 +95,8 @@ var shapeDefs = []shapeDef{
 	{Name: "openloop", Title: "open loop at a fixed rate (50 keep-alive connections)", measure: (*harness).openLoop},
 	{Name: "idle", Title: "idle keep-alive connections (one request each)", measure: (*harness).idle},
 	{Name: "reload", Title: "reloads every 0.5 s under connection churn (wrk -t1 -c50 -H 'Connection: close'; nginx listens with reuseport)", measure: (*harness).reloadChurn, reload: true},
+	{Name: "gzip1", Title: "100 KB text/html compressed with gzip level 1 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz1/100k"), gzip: true},
+	{Name: "gzip5", Title: "100 KB text/html compressed with gzip level 5 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz5/100k"), gzip: true},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
@@ -292,6 +300,52 @@ func (h *harness) large(p *proc, addr netip.AddrPort, res *runResult) error {
 		res.MBps = float64(r.Requests) * largeSize / r.Seconds / 1e6
 	}
 	return err
+}
+
+// gzipShape measures a gzip shape: the compressed size of one response (which must
+// decompress to the upstream's body), then wrk asking for gzip.
+func gzipShape(path string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+		n, err := gzipSize("http://" + addr.String() + path)
+		if err != nil {
+			return err
+		}
+		res.GzipBytes = float64(n)
+		_, err = h.wrkShape(p, addr, res, path, 10, "Accept-Encoding: gzip")
+		return err
+	}
+}
+
+// gzipSize fetches url with Accept-Encoding: gzip and returns the compressed body's
+// size, after checking that it decompresses to the upstream's body.
+func gzipSize(url string) (int, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		return 0, fmt.Errorf("%s: not compressed (status %d, Content-Encoding %q)", url, resp.StatusCode, resp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", url, err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(plain, compressibleBody()) {
+		return 0, fmt.Errorf("%s: the body does not decompress to the upstream's (%d bytes, %v)", url, len(plain), err)
+	}
+	return len(body), nil
 }
 
 // reloadDetail counts the reloads done during a run.

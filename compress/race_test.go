@@ -1,0 +1,6 @@
+//go:build race
+
+package compress
+
+// raceEnabled: the race detector changes what allocates; TestEncodeAllocs skips.
+const raceEnabled = true
