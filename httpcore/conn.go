@@ -44,6 +44,7 @@ type conn struct {
 	local  netip.AddrPort
 	remote netip.AddrPort
 	state  connState
+	stat   connStat // where the worker's gauges count it (connstats.go)
 
 	// in is the input not served yet, a window of inBuf (pooled) that starts at the
 	// request being read or served: its head, then what came after it. Both are nil
@@ -126,6 +127,7 @@ func (c *conn) defaultServerConf() *LocConf {
 }
 
 func (c *conn) start() {
+	c.setStat(statWaiting)
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	c.conn.SetIdle(false)
@@ -200,6 +202,11 @@ func (c *conn) drive() {
 	defer func() { c.driving = false }()
 	for c.state == csHead && len(c.in) > 0 && !c.outBlocked {
 		c.takeRequest()
+		if c.stat == statWaiting {
+			// nginx counts a request, and a reading connection, from its first byte.
+			c.w.stats.requests.Add(1)
+			c.setStat(statReading)
+		}
 		n, err := c.req.Parse(c.in)
 		if errors.Is(err, http1.ErrNeedMore) {
 			if !c.headTimer {
@@ -214,6 +221,7 @@ func (c *conn) drive() {
 			break
 		}
 		c.requests++
+		c.setStat(statWriting)
 		c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {
 			c.keepAlive = false
@@ -260,7 +268,7 @@ func (c *conn) begin() {
 	r := c.Request
 	r.snap = c.w.snapshotFor(c.local)
 	r.started = time.Now()
-	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
+	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.srv, r.loc, r.prefix = nil, nil, ""
@@ -343,6 +351,7 @@ func (c *conn) finish() {
 		return
 	}
 	// Keep only what came after this request: the window moves past it.
+	c.setStat(statWaiting) // until the next request's first byte (drive)
 	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
 	c.req.Reset()
 	c.state = csHead

@@ -184,6 +184,7 @@ func (r *Request) writeHeader() {
 	b = append(b, "\r\n"...)
 	c.w.scratch = b[:0]
 	r.head = b
+	r.headSent = int64(len(b))
 }
 
 // appendConnection adds the Connection header (and Keep-Alive: timeout=N when

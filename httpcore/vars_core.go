@@ -116,12 +116,18 @@ var coreVariables = []Variable{
 		return strconv.AppendInt(dst, int64(r.c.w.loop.CPU()), 10)
 	}},
 	{Name: "incoming_cpu", Get: func(dst []byte, r *Request, _ string) []byte {
-		cpu, err := unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+		cpu, err := r.IncomingCPU()
 		if err != nil {
 			return append(dst, '-')
 		}
 		return strconv.AppendInt(dst, int64(cpu), 10)
 	}},
+}
+
+// IncomingCPU is the CPU whose softirq last processed the connection's packets
+// (SO_INCOMING_CPU): one getsockopt.
+func (r *Request) IncomingCPU() (int, error) {
+	return unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
 }
 
 func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }

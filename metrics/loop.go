@@ -1,0 +1,94 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/stats"
+)
+
+// httpFigures are the requests of one loop, or of one zone in one loop.
+type httpFigures struct {
+	Requests [len(stats.ClassNames)]uint64 // by status class (stats.Class)
+	BytesIn  uint64                        // request heads and bodies
+	BytesOut uint64                        // response heads and bodies
+	Duration stats.Histogram               // from the head read to the log phase ($request_time)
+}
+
+func (f *httpFigures) count(r *httpcore.Request, d time.Duration) {
+	f.Requests[stats.Class(r.Status())]++
+	f.BytesIn += uint64(r.BytesReceived())
+	f.BytesOut += uint64(r.BytesSent())
+	f.Duration.Observe(d)
+}
+
+// loopState is the module's figures in one loop. Only the loop writes them, with
+// plain stores; a scrape copies them with a task on the loop (gather.go), so no copy
+// is ever torn and no counter needs an atomic or a lock.
+type loopState struct {
+	w     *httpcore.Worker
+	http  httpFigures
+	zones []*httpFigures // by zone id; nil for zones this loop has not counted
+	// rxCPU counts the connections sampled per CPU that processed their packets
+	// (SO_INCOMING_CPU at their first request); the scrape maps CPUs to domains.
+	rxCPU     []uint64
+	rxUnknown uint64 // the socket option failed
+	text      []byte // the status page, built here; reused
+}
+
+func newLoop(w *httpcore.Worker) httpcore.LoopState {
+	return &loopState{w: w, text: make([]byte, 0, 256)}
+}
+
+func (*loopState) Reload(*httpcore.Snapshot) {}
+
+// zone is the loop's figures of zone z.
+func (st *loopState) zone(z *zone) *httpFigures {
+	if z.id >= len(st.zones) {
+		st.zones = append(st.zones, make([]*httpFigures, z.id+1-len(st.zones))...) // once per new zone
+	}
+	f := st.zones[z.id]
+	if f == nil {
+		f = &httpFigures{}
+		st.zones[z.id] = f
+	}
+	return f
+}
+
+// logRequest counts a request that ended: in its loop, in its server's and its
+// location's zones, and, for the first request of a connection, where the kernel
+// processed its packets.
+func logRequest(r *httpcore.Request) httpcore.Status {
+	st := r.Worker().State(key).(*loopState)
+	d := time.Since(r.Started())
+	st.http.count(r, d)
+	var srvZone *zone
+	if srv := r.Server(); srv != nil {
+		if srvZone = srv.Conf(self).(*LocConf).Zone; srvZone != nil {
+			st.zone(srvZone).count(r, d)
+		}
+	}
+	if loc := r.Location(); loc != nil {
+		if z := loc.Conf(self).(*LocConf).Zone; z != nil && (srvZone == nil || z.id != srvZone.id) {
+			st.zone(z).count(r, d)
+		}
+	}
+	if r.ConnectionRequests() == 1 {
+		st.sampleIncomingCPU(r)
+	}
+	return httpcore.OK
+}
+
+// sampleIncomingCPU records the CPU that processed the connection's packets: one
+// getsockopt per connection.
+func (st *loopState) sampleIncomingCPU(r *httpcore.Request) {
+	cpu, err := r.IncomingCPU()
+	if err != nil || cpu < 0 || cpu > 1<<16 {
+		st.rxUnknown++
+		return
+	}
+	if cpu >= len(st.rxCPU) {
+		st.rxCPU = append(st.rxCPU, make([]uint64, cpu+1-len(st.rxCPU))...) // once per CPU seen
+	}
+	st.rxCPU[cpu]++
+}
