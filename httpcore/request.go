@@ -30,8 +30,8 @@ type Request struct {
 	status    int // the status sent (0 before the head went out)
 	bodySent  int64
 	headSent  int64 // the response head's length
-	redirects int // internal redirects taken
-	phase     int // the next entry of the phase engine
+	redirects int   // internal redirects taken
+	phase     int   // the next entry of the phase engine
 	// errorPageDone: an error met error pages with recursive_error_pages off, so no
 	// later error gets one (nginx's r->error_page).
 	errorPageDone bool

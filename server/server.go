@@ -52,7 +52,7 @@ type loopSet struct {
 	workers  []*httpcore.Worker
 	layers   []*tls.Layer // each loop's handler: TLS around its worker
 	router   *tlsRouter
-	tlsStats []*tls.Stats // each loop's handshake counters
+	tlsStats []*tls.Stats                             // each loop's handshake counters
 	domain   []int                                    // domain of each loop
 	pools    []*pool.Domain                           // per domain
 	locals   []*pool.Local                            // per loop
