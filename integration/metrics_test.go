@@ -1,0 +1,396 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// stubStatusRE is nginx's stub_status text, byte for byte but for the numbers.
+var stubStatusRE = regexp.MustCompile(`^Active connections: (\d+) \nserver accepts handled requests\n (\d+) (\d+) (\d+) \nReading: (\d+) Writing: (\d+) Waiting: (\d+) \n$`)
+
+// stubStatus is a parsed status page: active, accepts, handled, requests, reading,
+// writing, waiting.
+type stubStatus [7]int
+
+func getStubStatus(t *testing.T, addr string) (stubStatus, http.Header) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := stubStatusRE.FindStringSubmatch(string(body))
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("%s: status page %d %q is not nginx's format", addr, resp.StatusCode, body)
+	}
+	var s stubStatus
+	for i := range s {
+		s[i], _ = strconv.Atoi(m[i+1])
+	}
+	return s, resp.Header
+}
+
+// TestStubStatusMatchesNginx holds client connections in each state on numaproxy
+// and on nginx, with the same http block, and compares the status pages: the same
+// format, the same gauges, the same growth of accepts, handled and requests; and
+// the $connections_* variables.
+func TestStubStatusMatchesNginx(t *testing.T) {
+	body := func(addr string) string {
+		return `server { listen ` + addr + `;
+  location = /status { stub_status; }
+  location = /vars { return 200 "$connections_active $connections_reading $connections_writing $connections_waiting"; }
+  location / { return 200 "ok"; }
+}`
+	}
+	npAddr, ngAddr := addrFor(t), addrFor(t)
+	startHTTP(t, body(npAddr), npAddr)
+	startNginx(t, body(ngAddr), ngAddr)
+
+	for _, tc := range []struct{ name, addr string }{{"numaproxy", npAddr}, {"nginx", ngAddr}} {
+		before, hdr := getStubStatus(t, tc.addr)
+		if ct := hdr.Get("Content-Type"); ct != "text/plain" {
+			t.Errorf("%s: Content-Type %q, want text/plain", tc.name, ct)
+		}
+		// Two idle connections, one reading a head, one idle after a keep-alive
+		// request, and three requests on connections that closed.
+		var held []net.Conn
+		for i := 0; i < 2; i++ {
+			held = append(held, dial(t, tc.addr))
+		}
+		partial := dial(t, tc.addr)
+		partial.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n"))
+		held = append(held, partial)
+		ka := newClient(t, tc.addr)
+		ka.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		ka.read("GET")
+		held = append(held, ka.c)
+		for i := 0; i < 3; i++ {
+			if _, err := roundTripRaw(t, tc.addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var after stubStatus
+		waitFor(t, tc.name+"'s status page to show the reading connection", 5*time.Second, func() bool {
+			after, _ = getStubStatus(t, tc.addr)
+			return after[4] == 1 && after[6] == 3
+		})
+		// The status request itself is the one writing (on the connection the first
+		// page opened); the three closed ones are gone.
+		want := stubStatus{5, 0, 0, 0, 1, 1, 3}
+		got := after
+		for i := 1; i <= 3; i++ {
+			got[i] -= before[i]
+		}
+		// accepts and handled: 7 connections (4 held, 3 closed; the page's own is
+		// kept alive from the first); requests: the held head, the keep-alive one,
+		// three, and the polls of the page since the first.
+		want[1], want[2] = got[1], got[2]
+		if got[1] < 7 || got[2] != got[1] {
+			t.Errorf("%s: accepts %d, handled %d since the first page, want at least 7, equal", tc.name, got[1], got[2])
+		}
+		want[3] = got[3]
+		if got[3] < 6 {
+			t.Errorf("%s: requests grew by %d, want at least 6", tc.name, got[3])
+		}
+		if got != want {
+			t.Errorf("%s: status %v (counters since the first page), want %v", tc.name, got, want)
+		}
+		resp, err := http.Get("http://" + tc.addr + "/vars")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(vars) != "5 1 1 3" {
+			t.Errorf("%s: $connections_active/reading/writing/waiting = %q, want \"5 1 1 3\"", tc.name, vars)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		http.DefaultClient.CloseIdleConnections()
+	}
+}
+
+// scrape fetches the metrics with Accept (none: the default) and parses them.
+func scrape(t *testing.T, addr, accept string) (map[string]*dto.MetricFamily, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d %s", resp.StatusCode, body)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if accept != "" {
+		return nil, ct, body
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("scrape: %v\n%s", err, body)
+	}
+	return fams, ct, body
+}
+
+// sum adds the values of the family's series whose labels include want.
+func sum(fams map[string]*dto.MetricFamily, name string, want ...string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+	total := 0.0
+	for _, m := range f.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for i := 0; i+1 < len(want); i += 2 {
+			ok = ok && labels[want[i]] == want[i+1]
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.Counter.GetValue()
+		case m.Gauge != nil:
+			total += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			total += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return total
+}
+
+// metricsConfig is a server on addr with metrics, a zone, and an upstream with
+// keep-alive connections.
+func metricsConfig(addr, backend string) string {
+	return `upstream app { server ` + backend + `; keepalive 4; }
+server { listen ` + addr + `;
+  status_zone front;
+  location = /metrics { metrics; }
+  location /app/ { status_zone app; proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  location / { return 404; }
+}`
+}
+
+// TestMetricsCountWhatWasSent drives requests through two loops and checks that the
+// scrape counts them: requests by class, zones, upstream tries and keep-alive
+// reuse, durations, connections; OpenMetrics when asked for.
+func TestMetricsCountWhatWasSent(t *testing.T) {
+	be := newBackend(t, nil)
+	addr := addrFor(t)
+	startMain(t, "worker_processes 2;\n", metricsConfig(addr, be.Addr), addr)
+
+	const ok, missing = 40, 7
+	c := keepAliveClient(nil)
+	for i := 0; i < ok; i++ {
+		if resp, _ := get(t, c, "http://"+addr+"/app/x"); resp.StatusCode != 200 {
+			t.Fatalf("GET /app/x: %d", resp.StatusCode)
+		}
+	}
+	for i := 0; i < missing; i++ {
+		if _, err := roundTripRaw(t, addr, "GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams, ct, _ := scrape(t, addr, "")
+	if !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q, want the text format 0.0.4", ct)
+	}
+	check := func(what string, got, want float64) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("2xx requests", sum(fams, "numaproxy_http_requests_total", "class", "2xx"), ok)
+	check("4xx requests", sum(fams, "numaproxy_http_requests_total", "class", "4xx"), missing)
+	check("request durations", sum(fams, "numaproxy_http_request_duration_seconds"), ok+missing)
+	check("zone front", sum(fams, "numaproxy_http_zone_requests_total", "zone", "front"), ok+missing)
+	check("zone app", sum(fams, "numaproxy_http_zone_requests_total", "zone", "app"), ok)
+	check("upstream tries", sum(fams, "numaproxy_upstream_requests_total", "upstream", "app", "peer", be.Addr), ok)
+	check("upstream 2xx", sum(fams, "numaproxy_upstream_responses_total", "upstream", "app", "class", "2xx"), ok)
+	check("upstream response times", sum(fams, "numaproxy_upstream_response_time_seconds", "upstream", "app"), ok)
+	check("upstream failures", sum(fams, "numaproxy_upstream_failures_total"), 0)
+	// The keep-alive pool: every try but each loop's first reuses a connection.
+	newConns := float64(be.conns.Load())
+	check("upstream keep-alive reuse", sum(fams, "numaproxy_upstream_keepalive_reused_total"), ok-newConns)
+	if got := sum(fams, "numaproxy_http_sent_bytes_total"); got < ok*2 {
+		t.Errorf("sent bytes %v, want more than %d", got, ok*2)
+	}
+	// Every connection is sampled at its first request's end: all but the scrape's
+	// own and the harness's probe, which sent nothing.
+	check("connections sampled for their incoming CPU", sum(fams, "numaproxy_numa_connections_sampled_total"),
+		sum(fams, "numaproxy_http_connections_total")-2)
+	if n := len(fams["numaproxy_connections_accepted_total"].GetMetric()); n != 2 {
+		t.Errorf("accepted connections reported for %d loops, want 2", n)
+	}
+	check("writing connections (the scrape)", sum(fams, "numaproxy_connections", "state", "writing"), 1)
+	check("reloads", sum(fams, "numaproxy_reloads_total", "result", "ok"), 0)
+
+	// The scrape before counts once it ended.
+	fams, _, _ = scrape(t, addr, "")
+	check("2xx requests with the first scrape", sum(fams, "numaproxy_http_requests_total", "class", "2xx"), ok+1)
+
+	_, ct, body := scrape(t, addr, "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+	if !strings.HasPrefix(ct, "application/openmetrics-text; version=1.0.0") || !bytes.HasSuffix(body, []byte("# EOF\n")) {
+		t.Errorf("OpenMetrics asked for: Content-Type %q, end %q", ct, body[max(0, len(body)-20):])
+	}
+}
+
+// TestMetricsOffCountsNothing: without metrics, stub_status or status_zone the
+// module adds no log handler and other modules keep no figures (checked through a
+// reload that switches metrics on: the counts start from it).
+func TestMetricsOffCountsNothing(t *testing.T) {
+	be := newBackend(t, nil)
+	addr := addrFor(t)
+	in := startHTTP(t, `upstream app { server `+be.Addr+`; }
+server { listen `+addr+`; location / { proxy_pass http://app; } }`, addr)
+	for i := 0; i < 5; i++ {
+		if _, err := roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte("error_log logs/error.log info;\nworker_processes 1;\nevents {}\nhttp {\n"+
+		metricsConfig(addr, be.Addr)+"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, "the metrics location", 5*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	fams, _, _ = scrape(t, addr, "")
+	if got := sum(fams, "numaproxy_upstream_requests_total"); got > 0 {
+		t.Errorf("upstream tries counted before metrics were configured: %v", got)
+	}
+	// The wait's own scrapes and nothing before the reload.
+	if got := sum(fams, "numaproxy_http_requests_total", "class", "2xx"); got < 1 || got > 5 {
+		t.Errorf("2xx requests %v: the ones before the reload were counted", got)
+	}
+	if got := sum(fams, "numaproxy_reloads_total", "result", "ok"); got != 1 {
+		t.Errorf("reloads %v, want 1", got)
+	}
+}
+
+// TestMetricsWithPrometheus scrapes numaproxy with Debian's Prometheus server and
+// asks its HTTP API for the requests the test sent, per domain; promtool accepts
+// the endpoint's output.
+func TestMetricsWithPrometheus(t *testing.T) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("prometheus is not installed; .ci/run installs it")
+		}
+		t.Skip("prometheus is not installed")
+	}
+	be := newBackend(t, nil)
+	addr := addrFor(t)
+	startMain(t, "worker_processes 2;\n", metricsConfig(addr, be.Addr), addr)
+	const sent = 25
+	c := keepAliveClient(nil)
+	for i := 0; i < sent; i++ {
+		get(t, c, "http://"+addr+"/app/p")
+	}
+
+	_, _, body := scrape(t, addr, "")
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin = bytes.NewReader(body)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+
+	dir := t.TempDir()
+	promAddr := addrFor(t)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: numaproxy\n    static_configs:\n      - targets: ['%s']\n", addr)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr)
+	logf, _ := os.Create(filepath.Join(dir, "prometheus.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			t.Logf("prometheus's log:\n%s", out)
+		}
+	})
+	// The scrapes count too: ask for the tries the upstream saw, and the 2xx
+	// requests of the app zone, which the scrapes are not in.
+	query := func(q string) (map[string]float64, error) {
+		resp, err := http.Get("http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(q))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Status string
+			Data   struct {
+				Result []struct {
+					Metric map[string]string
+					Value  [2]any
+				}
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for _, s := range r.Data.Result {
+			v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+			out[s.Metric["domain"]] = v
+		}
+		return out, nil
+	}
+	var got map[string]float64
+	waitFor(t, "Prometheus to have scraped the requests", 60*time.Second, func() bool {
+		got, err = query(`sum by (domain) (numaproxy_http_zone_requests_total{zone="app",class="2xx"})`)
+		return err == nil && got["0"] == sent
+	})
+	if len(got) != 1 {
+		t.Errorf("requests per domain %v, want domain 0 only", got)
+	}
+	up, err := query(`sum by (domain) (numaproxy_upstream_requests_total{upstream="app"})`)
+	if err != nil || up["0"] != sent {
+		t.Errorf("upstream tries per domain %v (%v), want %d", up, err, sent)
+	}
+}
