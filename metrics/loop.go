@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -15,10 +16,10 @@ type httpFigures struct {
 	Duration stats.Histogram               // from the head read to the log phase ($request_time)
 }
 
-func (f *httpFigures) count(r *httpcore.Request, d time.Duration) {
-	f.Requests[stats.Class(r.Status())]++
-	f.BytesIn += uint64(r.BytesReceived())
-	f.BytesOut += uint64(r.BytesSent())
+func (f *httpFigures) count(status int, in, out int64, d time.Duration) {
+	f.Requests[stats.Class(status)]++
+	f.BytesIn += uint64(in)
+	f.BytesOut += uint64(out)
 	f.Duration.Observe(d)
 }
 
@@ -37,7 +38,7 @@ type loopState struct {
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
-	return &loopState{w: w, text: make([]byte, 0, 256)}
+	return &loopState{w: w, text: make([]byte, 0, 256), rxCPU: make([]uint64, runtime.NumCPU())}
 }
 
 func (*loopState) Reload(*httpcore.Snapshot) {}
@@ -60,23 +61,29 @@ func (st *loopState) zone(z *zone) *httpFigures {
 // processed its packets.
 func logRequest(r *httpcore.Request) httpcore.Status {
 	st := r.Worker().State(key).(*loopState)
-	d := time.Since(r.Started())
-	st.http.count(r, d)
-	var srvZone *zone
+	var srvZone, locZone *zone
 	if srv := r.Server(); srv != nil {
-		if srvZone = srv.Conf(self).(*LocConf).Zone; srvZone != nil {
-			st.zone(srvZone).count(r, d)
-		}
+		srvZone = srv.Conf(self).(*LocConf).Zone
 	}
 	if loc := r.Location(); loc != nil {
-		if z := loc.Conf(self).(*LocConf).Zone; z != nil && (srvZone == nil || z.id != srvZone.id) {
-			st.zone(z).count(r, d)
-		}
+		locZone = loc.Conf(self).(*LocConf).Zone
 	}
+	st.count(r.Status(), r.BytesReceived(), r.BytesSent(), time.Since(r.Started()), srvZone, locZone)
 	if r.ConnectionRequests() == 1 {
 		st.sampleIncomingCPU(r)
 	}
 	return httpcore.OK
+}
+
+// count adds one request to the loop's figures and its zones'.
+func (st *loopState) count(status int, in, out int64, d time.Duration, srvZone, locZone *zone) {
+	st.http.count(status, in, out, d)
+	if srvZone != nil {
+		st.zone(srvZone).count(status, in, out, d)
+	}
+	if locZone != nil && (srvZone == nil || locZone.id != srvZone.id) {
+		st.zone(locZone).count(status, in, out, d)
+	}
 }
 
 // sampleIncomingCPU records the CPU that processed the connection's packets: one
