@@ -85,11 +85,11 @@ func TestDirectives(t *testing.T) {
 		t.Errorf("status_zone inherited: %+v", z)
 	}
 	for src, want := range map[string]string{
-		"events {} http { server {\nmetrics;\n} }":                                   `"metrics" directive is not allowed here`,
-		"events {} http { server {\nstub_status;\n} }":                               `"stub_status" directive is not allowed here`,
-		"events {} http { server { location / {\nmetrics on;\n} } }":                 `invalid number of arguments in "metrics" directive`,
-		"events {} http { server { location / { metrics;\nstub_status;\n} } }":       `"stub_status" directive is duplicate`,
-		"events {} http { server { status_zone a;\nstatus_zone b;\n} }":              `"status_zone" directive is duplicate`,
+		"events {} http { server {\nmetrics;\n} }":                                     `"metrics" directive is not allowed here`,
+		"events {} http { server {\nstub_status;\n} }":                                 `"stub_status" directive is not allowed here`,
+		"events {} http { server { location / {\nmetrics on;\n} } }":                   `invalid number of arguments in "metrics" directive`,
+		"events {} http { server { location / { metrics;\nstub_status;\n} } }":         `"stub_status" directive is duplicate`,
+		"events {} http { server { status_zone a;\nstatus_zone b;\n} }":                `"status_zone" directive is duplicate`,
 		"events {} http { server { location / { return 200;\nstatus_zone \"\";\n} } }": `invalid value ""`,
 	} {
 		if _, err := loadConf(t, src); err == nil || !strings.Contains(err.Error(), want) {
