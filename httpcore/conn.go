@@ -44,7 +44,9 @@ type conn struct {
 	local  netip.AddrPort
 	remote netip.AddrPort
 	state  connState
-	stat   connStat // where the worker's gauges count it (connstats.go)
+	// lstat is what the connection is doing; stat where the worker's gauges count
+	// it (connstats.go).
+	lstat, stat connStat
 
 	// in is the input not served yet, a window of inBuf (pooled) that starts at the
 	// request being read or served: its head, then what came after it. Both are nil
@@ -202,13 +204,9 @@ func (c *conn) drive() {
 	defer func() { c.driving = false }()
 	for c.state == csHead && len(c.in) > 0 && !c.outBlocked {
 		c.takeRequest()
-		if c.stat == statWaiting {
-			// nginx counts a request, and a reading connection, from its first byte.
-			c.w.stats.requests.Add(1)
-			c.setStat(statReading)
-		}
 		n, err := c.req.Parse(c.in)
 		if errors.Is(err, http1.ErrNeedMore) {
+			c.setStat(statReading)
 			if !c.headTimer {
 				// client_header_timeout bounds the whole head from its first byte
 				// (a pipelined one's from the end of the request before it), as in

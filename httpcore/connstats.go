@@ -11,7 +11,10 @@ import "sync/atomic"
 // The three gauges are packed into one word so that a transition is one atomic add
 // on a line only this worker's loop writes: no atomic is shared between loops, and
 // any goroutine reads a consistent triple with one load (Worker.ConnStats). Each
-// field holds up to 2^21-1 connections, beyond any loop's worker_connections.
+// field holds up to 2^21-1 connections, beyond any loop's worker_connections. A
+// keep-alive request costs three uncontended atomic adds (BenchmarkConnStats),
+// and only while a module reports figures (Setup.EnableStats): nginx built with
+// its stub status module pays as many on counters all its workers share.
 type connStat uint8
 
 const (
@@ -63,12 +66,26 @@ func (w *Worker) ConnStats() ConnStats {
 	}
 }
 
-// setStat moves the connection to state s in the worker's gauges: one atomic add
-// (the subtraction of the old state's unit never borrows: its field is at least 1).
+// setStat records that the connection is now doing s. While the worker's snapshot
+// asks for figures (Snapshot.StatsEnabled) it moves the connection to s in the
+// gauges with one atomic add (the old state's field is at least 1: no borrow) and
+// counts a request at its first byte (a head that arrives whole goes from waiting
+// to writing at once); otherwise the connection leaves the gauges, so that each
+// one always takes out what it put in, across reloads that switch counting.
 func (c *conn) setStat(s connStat) {
-	if c.stat == s {
+	if c.lstat == s {
 		return
 	}
-	c.w.stats.states.Add(statUnit[s] - statUnit[c.stat])
-	c.stat = s
+	on := c.w.snap.stats
+	if on && c.lstat == statWaiting && s != statNone {
+		c.w.stats.requests.Add(1)
+	}
+	c.lstat = s
+	if !on {
+		s = statNone
+	}
+	if c.stat != s {
+		c.w.stats.states.Add(statUnit[s] - statUnit[c.stat])
+		c.stat = s
+	}
 }

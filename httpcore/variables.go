@@ -21,6 +21,10 @@ type Variable struct {
 	Param func(rest string) string
 	// Get appends the value for r to dst. It must not allocate on the steady path.
 	Get func(dst []byte, r *Request, param string) []byte
+	// Compiled, if set, is called when a template naming the variable is compiled:
+	// a module whose variable needs work done for every request learns that it is
+	// used.
+	Compiled func()
 }
 
 // Variables is a registry: every module's variables by name.
@@ -164,6 +168,9 @@ func (v *Variables) lookup(name string) (part, error) {
 	}
 	lower := strings.ToLower(name)
 	if d := v.names[lower]; d != nil {
+		if d.Compiled != nil {
+			d.Compiled()
+		}
 		return part{v: d}, nil
 	}
 	for _, d := range v.prefixes {

@@ -105,7 +105,9 @@ func (w *Worker) dateHeader(now time.Time) []byte {
 
 // OnOpen implements eventloop.Handler for accepted client connections.
 func (w *Worker) OnOpen(c eventloop.Conn) {
-	w.stats.accepts.Add(1)
+	if w.snap.stats {
+		w.stats.accepts.Add(1)
+	}
 	cl := newConn(w, c)
 	c.SetContext(cl)
 	cl.start()

@@ -394,3 +394,24 @@ func TestMetricsWithPrometheus(t *testing.T) {
 		t.Errorf("upstream tries per domain %v (%v), want %d", up, err, sent)
 	}
 }
+
+// TestConnectionVariablesAlone: the $connections_* variables count without a status
+// page or metrics in the configuration.
+func TestConnectionVariablesAlone(t *testing.T) {
+	addr := addrFor(t)
+	startHTTP(t, `server { listen `+addr+`;
+  location / { return 200 "$connections_active $connections_reading $connections_writing $connections_waiting"; } }`, addr)
+	idle := dial(t, addr)
+	defer idle.Close()
+	var got string
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasSuffix(got, "\r\n\r\n2 0 1 1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("active, reading, writing, waiting: %q, want \"2 0 1 1\" (one idle connection, this request)", got)
+		}
+		var err error
+		if got, err = roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -113,6 +113,9 @@ func initModule(s *httpcore.Setup) error {
 		lc := a.(*LocConf)
 		zoned, served = zoned || lc.Zone != nil, served || lc.serves
 	})
+	if connVarsUsed.Load() {
+		s.EnableStats() // the core's connection gauges
+	}
 	if !zoned && !served {
 		return nil
 	}
@@ -150,18 +153,25 @@ func connStats(w *httpcore.Worker) httpcore.ConnStats {
 	return sum
 }
 
+// connVarsUsed: a template named a $connections_* variable, whose values need the
+// core's connection gauges; from then on every configuration keeps them (a
+// configuration read but refused may have set it: counting costs little).
+var connVarsUsed atomic.Bool
+
+func useConnVars() { connVarsUsed.Store(true) }
+
 // variables are the stub status module's.
 var variables = []httpcore.Variable{
-	{Name: "connections_active", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
+	{Name: "connections_active", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		return strconv.AppendInt(dst, connStats(r.Worker()).Active(), 10)
 	}},
-	{Name: "connections_reading", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
+	{Name: "connections_reading", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		return strconv.AppendInt(dst, connStats(r.Worker()).Reading, 10)
 	}},
-	{Name: "connections_writing", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
+	{Name: "connections_writing", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		return strconv.AppendInt(dst, connStats(r.Worker()).Writing, 10)
 	}},
-	{Name: "connections_waiting", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
+	{Name: "connections_waiting", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		return strconv.AppendInt(dst, connStats(r.Worker()).Waiting, 10)
 	}},
 }
