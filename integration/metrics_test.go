@@ -415,3 +415,40 @@ func TestConnectionVariablesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsUpstreamFailures: a server that refuses connections shows a connect
+// failure and a retry; the request it failed is answered by the next one.
+func TestMetricsUpstreamFailures(t *testing.T) {
+	be := newBackend(t, nil)
+	dead := addrFor(t) // nothing listens there
+	addr := addrFor(t)
+	startHTTP(t, `upstream app { server `+dead+`; server `+be.Addr+`; }
+server { listen `+addr+`;
+  location = /metrics { metrics; }
+  location / { proxy_pass http://app; } }`, addr)
+	const sent = 6
+	for i := 0; i < sent; i++ {
+		resp, err := roundTripRaw(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if err != nil || !strings.HasPrefix(resp, "HTTP/1.1 200") {
+			t.Fatalf("request %d: %q %v", i, resp, err)
+		}
+	}
+	fams, _, _ := scrape(t, addr, "")
+	// max_fails 1: after its failure the dead server rests for fail_timeout.
+	for _, c := range []struct {
+		name, peer string
+		want       float64
+	}{
+		{"numaproxy_upstream_connect_failures_total", dead, 1},
+		{"numaproxy_upstream_failures_total", dead, 1},
+		{"numaproxy_upstream_retries_total", dead, 1},
+		{"numaproxy_upstream_requests_total", dead, 1},
+		{"numaproxy_upstream_requests_total", be.Addr, sent},
+		{"numaproxy_upstream_failures_total", be.Addr, 0},
+		{"numaproxy_upstream_responses_total", be.Addr, sent},
+	} {
+		if got := sum(fams, c.name, "upstream", "app", "peer", c.peer); got != c.want {
+			t.Errorf("%s{peer=%s} = %v, want %v", c.name, c.peer, got, c.want)
+		}
+	}
+}

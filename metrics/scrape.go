@@ -53,8 +53,13 @@ type scrape struct {
 	aborted bool // the request ended meanwhile (touched on the loop only)
 }
 
+// scrapes lets one scrape work at a time: others wait their turn off the loops.
+var scrapes = make(chan struct{}, 1)
+
 // run gathers and encodes off the loop, then answers on it.
 func (sc *scrape) run(c *collector) {
+	scrapes <- struct{}{}
+	defer func() { <-scrapes }()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c, goCollector, processCollector)
 	families, err := reg.Gather()
