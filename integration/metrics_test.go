@@ -245,10 +245,10 @@ func TestMetricsCountWhatWasSent(t *testing.T) {
 	if got := sum(fams, "numaproxy_http_sent_bytes_total"); got < ok*2 {
 		t.Errorf("sent bytes %v, want more than %d", got, ok*2)
 	}
-	// Every connection is sampled at its first request's end: all but the scrape's
-	// own and the harness's probe, which sent nothing.
+	// Every connection is sampled at its first request's head: all but the
+	// harness's probe, which sent nothing.
 	check("connections sampled for their incoming CPU", sum(fams, "numaproxy_numa_connections_sampled_total"),
-		sum(fams, "numaproxy_http_connections_total")-2)
+		sum(fams, "numaproxy_http_connections_total")-1)
 	if n := len(fams["numaproxy_connections_accepted_total"].GetMetric()); n != 2 {
 		t.Errorf("accepted connections reported for %d loops, want 2", n)
 	}
@@ -450,5 +450,59 @@ server { listen `+addr+`;
 		if got := sum(fams, c.name, "upstream", "app", "peer", c.peer); got != c.want {
 			t.Errorf("%s{peer=%s} = %v, want %v", c.name, c.peer, got, c.want)
 		}
+	}
+}
+
+// TestMetricsLocality reads the NUMA locality figures with two simulated domains
+// (one CPU each) and clients pinned to a CPU: with a loop in each domain the
+// steering program keeps every connection on its arrival domain (no crossing);
+// with domain 1 left without a loop, its clients fall back to domain 0 and every one
+// of them is counted as crossed, and as a steering fallback of domain 1.
+func TestMetricsLocality(t *testing.T) {
+	cpu0, cpu1 := twoCPUs(t)
+	const n = 40
+	for _, tc := range []struct {
+		name, loops string
+		crossed     [2]float64 // per serving domain, at most (the harness's unpinned probe may cross)
+		served      [2]float64 // connections sampled per serving domain, at least
+	}{
+		{"a loop per domain", "worker_processes auto;", [2]float64{1, 1}, [2]float64{n, n}},
+		{"no loop in domain 1", fmt.Sprintf("worker_processes 1;\nworker_cpu_affinity %b;", 1<<cpu0), [2]float64{n + 1, 0}, [2]float64{2 * n, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := addrFor(t)
+			dir := writeTree(t, map[string]string{"conf/numaproxy.conf": fmt.Sprintf(`error_log logs/error.log notice;
+numa_domains %d %d;
+%s
+events { }
+http { server { listen %s; location = /metrics { metrics; } location / { return 200 "$numa_node"; } } }
+`, cpu0, cpu1, tc.loops, addr)})
+			in := start(t, dir)
+			in.waitLog("numa on")
+			waitFor(t, "the server answering", 10*time.Second, func() bool { _, err := rawGetClose(addr); return err == nil })
+			askFromCPU(t, cpu0, addr, n)
+			askFromCPU(t, cpu1, addr, n)
+			fams, _, _ := scrape(t, addr, "")
+			for d := range 2 {
+				ds := strconv.Itoa(d)
+				crossed := sum(fams, "numaproxy_numa_connections_cross_domain_total", "domain", ds)
+				served := sum(fams, "numaproxy_numa_connections_sampled_total", "domain", ds)
+				t.Logf("domain %d: %v connections sampled, %v crossed", d, served, crossed)
+				if crossed > tc.crossed[d] || served < tc.served[d] || (tc.crossed[d] > 1 && crossed < n) {
+					t.Errorf("domain %d: %v of %v sampled connections crossed domains; want at most %v of at least %v",
+						d, crossed, served, tc.crossed[d], tc.served[d])
+				}
+			}
+			if tc.served[1] == 0 {
+				if fb := sum(fams, "numaproxy_steering_packets_total", "domain", "1", "result", "fallback"); fb < n {
+					t.Errorf("domain 1: %v steering fallbacks, want at least %d", fb, n)
+				}
+			} else if sel := sum(fams, "numaproxy_steering_packets_total", "domain", "1", "result", "selected"); sel < n {
+				t.Errorf("domain 1: %v packets selected in their domain, want at least %d", sel, n)
+			}
+			if got := sum(fams, "numaproxy_numa_enabled"); got != 1 {
+				t.Errorf("numa_enabled %v", got)
+			}
+		})
 	}
 }

@@ -48,7 +48,7 @@ var (
 	descUpRetries        = desc("upstream_retries_total", "Requests passed to the next server after a failure of this one.", ul...)
 	descUpResponses      = desc("upstream_responses_total", "Response heads from an upstream server, by status class.", "upstream", "peer", "domain", "class")
 	descUpResponseTime   = desc("upstream_response_time_seconds", "Time from a try's start to its response head ($upstream_response_time).", ul...)
-	descRxSampled        = desc("numa_connections_sampled_total", "Connections whose packets' CPU was sampled (SO_INCOMING_CPU at their first request), by the domain of the loop that served them.", "domain")
+	descRxSampled        = desc("numa_connections_sampled_total", "Connections whose packets' CPU was sampled (SO_INCOMING_CPU at their first request head), by the domain of the loop that served them.", "domain")
 	descRxCross          = desc("numa_connections_cross_domain_total", "Sampled connections whose packets the kernel processed on a CPU of another domain than their loop's.", "domain")
 	descReloads          = desc("reloads_total", "Configuration reloads since the start, by result.", "result")
 	descLoaded           = desc("config_load_timestamp_seconds", "When the running configuration was loaded.")

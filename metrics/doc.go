@@ -63,7 +63,7 @@
 // and peer. NUMA locality: numa_connections_sampled_total and
 // numa_connections_cross_domain_total (the connections whose packets the kernel
 // processed on a CPU of another domain than the loop that served them, read with
-// SO_INCOMING_CPU at each connection's first request), steering_attached{listen},
+// SO_INCOMING_CPU at each connection's first request head), steering_attached{listen},
 // steering_packets_total{listen,domain,result} (selected, fallback, migrated,
 // migrate_fallback: the share of fallback is the accepts the program had to send
 // elsewhere), numa_enabled, domain_info{domain,node,loops}, pool_mapped_bytes,

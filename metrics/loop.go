@@ -56,9 +56,19 @@ func (st *loopState) zone(z *zone) *httpFigures {
 	return f
 }
 
-// logRequest counts a request that ended: in its loop, in its server's and its
-// location's zones, and, for the first request of a connection, where the kernel
-// processed its packets.
+// sampleConnection records, at a connection's first request head, where the kernel
+// processed its packets. Not later: by the end of the request the socket's incoming
+// CPU may be the one that processed the client's acknowledgements of the response
+// (on loopback, the CPU that sent it).
+func sampleConnection(r *httpcore.Request) httpcore.Status {
+	if r.ConnectionRequests() == 1 {
+		r.Worker().State(key).(*loopState).sampleIncomingCPU(r)
+	}
+	return httpcore.Declined
+}
+
+// logRequest counts a request that ended: in its loop, and in its server's and its
+// location's zones.
 func logRequest(r *httpcore.Request) httpcore.Status {
 	st := r.Worker().State(key).(*loopState)
 	var srvZone, locZone *zone
@@ -69,9 +79,6 @@ func logRequest(r *httpcore.Request) httpcore.Status {
 		locZone = loc.Conf(self).(*LocConf).Zone
 	}
 	st.count(r.Status(), r.BytesReceived(), r.BytesSent(), time.Since(r.Started()), srvZone, locZone)
-	if r.ConnectionRequests() == 1 {
-		st.sampleIncomingCPU(r)
-	}
 	return httpcore.OK
 }
 

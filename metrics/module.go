@@ -120,6 +120,9 @@ func initModule(s *httpcore.Setup) error {
 		return nil
 	}
 	s.EnableStats()
+	if err := s.AddHandler(httpcore.PostReadPhase, sampleConnection); err != nil {
+		return err
+	}
 	return s.AddHandler(httpcore.LogPhase, logRequest)
 }
 
