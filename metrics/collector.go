@@ -61,6 +61,7 @@ var (
 	descPoolHeap         = desc("pool_heap_fallback_total", "Buffers taken from the Go heap because the pool could not give one.", "domain", "node")
 	descSteerAttached    = desc("steering_attached", "1 when the listen address's SO_REUSEPORT group runs the BPF steering program.", "listen")
 	descSteerPackets     = desc("steering_packets_total", "Packets the steering program handled, by domain of the CPU they arrived on (-1: a CPU of no domain) and result: selected (a listener of that domain), fallback (none there: kernel hash), migrated and migrate_fallback (a closing listener's queue).", "listen", "domain", "result")
+	descConntrack        = desc("steering_conntrack_clients", "Client addresses in a node's conntrack map of the steering program (an LRU map: at its size it evicts the oldest).", "listen", "node")
 	descProcessNodeBytes = desc("process_memory_node_bytes", "The process's resident memory on each NUMA node (/proc/self/numa_maps).", "node")
 )
 

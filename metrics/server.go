@@ -82,6 +82,11 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric) {
 			counter(ch, descSteerPackets, d.Migrated, listen, dom, "migrated")
 			counter(ch, descSteerPackets, d.MigrateFallback, listen, dom, "migrate_fallback")
 		}
+		for _, node := range st.Steering.ConntrackNodes() {
+			if n, err := st.Steering.ClientCount(node); err == nil {
+				gauge(ch, descConntrack, float64(n), listen, itoa(node))
+			}
+		}
 	}
 	if nodes, err := readNUMAMaps("/proc/self/numa_maps"); err == nil {
 		for node, b := range nodes {
