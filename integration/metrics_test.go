@@ -393,6 +393,35 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	if err != nil || up["0"] != sent {
 		t.Errorf("upstream tries per domain %v (%v), want %d", up, err, sent)
 	}
+
+	// The dashboard's queries are valid PromQL over these metrics.
+	data, err := os.ReadFile("../contrib/grafana/numaproxy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			q := strings.NewReplacer("$job", "numaproxy", "$__rate_interval", "1m").Replace(tg.Expr)
+			resp, err := http.Get("http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"success"`) {
+				t.Errorf("dashboard panel %q: query %s: %d %s", p.Title, q, resp.StatusCode, body)
+			}
+		}
+	}
 }
 
 // TestConnectionVariablesAlone: the $connections_* variables count without a status
