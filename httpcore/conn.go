@@ -47,6 +47,7 @@ type conn struct {
 	// lstat is what the connection is doing; stat where the worker's gauges count
 	// it (connstats.go).
 	lstat, stat connStat
+	upgraded    bool // counted as a tunnel
 
 	// in is the input not served yet, a window of inBuf (pooled) that starts at the
 	// request being read or served: its head, then what came after it. Both are nil

@@ -34,6 +34,7 @@ type workerStats struct {
 	states   atomic.Uint64 // the packed gauges
 	accepts  atomic.Uint64 // client connections taken (nginx's accepts and handled)
 	requests atomic.Uint64 // requests whose first byte arrived (nginx's requests)
+	upgraded atomic.Int64  // connections turned into tunnels (Request.Tunnel), also counted as writing
 }
 
 // ConnStats are a worker's client connection figures, nginx's stub_status ones.
@@ -43,6 +44,7 @@ type ConnStats struct {
 	Waiting  int64  // idle connections
 	Reading  int64  // connections reading a request head
 	Writing  int64  // connections serving a request
+	Upgraded int64  // of Writing, the connections turned into tunnels (an Upgrade answered 101)
 }
 
 // Active is the open client connections.
@@ -51,7 +53,8 @@ func (s ConnStats) Active() int64 { return s.Waiting + s.Reading + s.Writing }
 // Add sums s and o.
 func (s ConnStats) Add(o ConnStats) ConnStats {
 	return ConnStats{Accepts: s.Accepts + o.Accepts, Requests: s.Requests + o.Requests,
-		Waiting: s.Waiting + o.Waiting, Reading: s.Reading + o.Reading, Writing: s.Writing + o.Writing}
+		Waiting: s.Waiting + o.Waiting, Reading: s.Reading + o.Reading, Writing: s.Writing + o.Writing,
+		Upgraded: s.Upgraded + o.Upgraded}
 }
 
 // ConnStats reads the worker's connection figures; safe from any goroutine. The
@@ -61,7 +64,7 @@ func (w *Worker) ConnStats() ConnStats {
 	const mask = 1<<statBits - 1
 	v := w.stats.states.Load()
 	return ConnStats{
-		Accepts: w.stats.accepts.Load(), Requests: w.stats.requests.Load(),
+		Accepts: w.stats.accepts.Load(), Requests: w.stats.requests.Load(), Upgraded: w.stats.upgraded.Load(),
 		Waiting: int64(v & mask), Reading: int64(v >> statBits & mask), Writing: int64(v >> (2 * statBits) & mask),
 	}
 }
@@ -87,5 +90,18 @@ func (c *conn) setStat(s connStat) {
 	if c.stat != s {
 		c.w.stats.states.Add(statUnit[s] - statUnit[c.stat])
 		c.stat = s
+	}
+	if c.upgraded && s != statWriting {
+		c.upgraded = false
+		c.w.stats.upgraded.Add(-1)
+	}
+}
+
+// setUpgraded counts the connection as a tunnel until it leaves the writing state
+// (its close), while it is counted at all.
+func (c *conn) setUpgraded() {
+	if c.stat == statWriting && !c.upgraded {
+		c.upgraded = true
+		c.w.stats.upgraded.Add(1)
 	}
 }

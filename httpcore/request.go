@@ -236,6 +236,7 @@ func (r *Request) Tunnel() []byte {
 	c := r.c
 	r.Flush()
 	c.state = csTunnel
+	c.setUpgraded()
 	var rest []byte
 	if len(c.in) > c.headLen {
 		rest = c.in[c.headLen:]

@@ -539,3 +539,31 @@ http { server { listen %s; location = /metrics { metrics; } location / { return 
 		})
 	}
 }
+
+// TestMetricsUpgradedConnections: a tunnel after a 101 is counted as upgraded (and
+// writing) while it lasts.
+func TestMetricsUpgradedConnections(t *testing.T) {
+	up := newEchoUpgrade(t)
+	addr := addrFor(t)
+	startHTTP(t, `server { listen `+addr+`;
+  location = /metrics { metrics; }
+  location /ws { proxy_pass http://`+up.Addr+`; proxy_http_version 1.1;
+    proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"; } }`, addr)
+	cl := newClient(t, addr)
+	cl.send("GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	if h := cl.head(); !strings.HasPrefix(h, "HTTP/1.1 101 ") {
+		t.Fatalf("head %q", h)
+	}
+	fams, _, _ := scrape(t, addr, "")
+	if got := sum(fams, "numaproxy_connections_upgraded"); got != 1 {
+		t.Errorf("upgraded connections %v during the tunnel, want 1", got)
+	}
+	if got := sum(fams, "numaproxy_connections", "state", "writing"); got != 2 {
+		t.Errorf("writing connections %v, want 2 (the tunnel, the scrape)", got)
+	}
+	cl.c.Close()
+	waitFor(t, "the tunnel to close", 5*time.Second, func() bool {
+		fams, _, _ = scrape(t, addr, "")
+		return sum(fams, "numaproxy_connections_upgraded") == 0
+	})
+}

@@ -51,8 +51,9 @@
 // # What it exposes
 //
 // All names start with numaproxy_. By domain and loop: connections_accepted_total,
-// accept_stops_total, http_connections_total, connections{state} (reading,
-// writing, waiting), loop_panics_total, tls_handshakes_total{path} (ktls,
+// accept_errors_total, accept_stops_total, http_connections_total,
+// connections{state} (reading, writing, waiting), connections_upgraded,
+// loop_panics_total, tls_handshakes_total{path} (ktls,
 // userspace), tls_handshake_failures_total, tls_handshake_timeouts_total,
 // tls_handshakes_resumed_total, tls_ktls_fallbacks_total. By domain:
 // http_requests_total{class}, http_received_bytes_total, http_sent_bytes_total,
