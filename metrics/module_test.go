@@ -43,8 +43,14 @@ func loadConf(tb testing.TB, src string) (*conf.Config, error) {
 // "ADDR" is replaced by the address it listens on.
 func startServer(tb testing.TB, src string) (*server.Server, string) {
 	tb.Helper()
+	return startServerMain(tb, "worker_processes 2;\n", src)
+}
+
+// startServerMain is startServer with main-context directives of its own.
+func startServerMain(tb testing.TB, main, src string) (*server.Server, string) {
+	tb.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testport.Free(tb))
-	cfg, err := loadConf(tb, "worker_processes 2;\nevents {}\nhttp {\n"+strings.ReplaceAll(src, "ADDR", addr)+"\n}\n")
+	cfg, err := loadConf(tb, main+"events {}\nhttp {\n"+strings.ReplaceAll(src, "ADDR", addr)+"\n}\n")
 	if err != nil {
 		tb.Fatal(err)
 	}
