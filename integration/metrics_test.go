@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	stdtls "crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -566,4 +567,41 @@ func TestMetricsUpgradedConnections(t *testing.T) {
 		fams, _, _ = scrape(t, addr, "")
 		return sum(fams, "numaproxy_connections_upgraded") == 0
 	})
+}
+
+// TestMetricsTLSHandshakes: completed handshakes are counted by record layer
+// (kTLS where the kernel takes the connection, else userspace), failed ones apart.
+func TestMetricsTLSHandshakes(t *testing.T) {
+	f := newTLSFiles(t)
+	ssl, plain := addrFor(t), addrFor(t)
+	startHTTP(t, fmt.Sprintf(`ssl_protocols TLSv1.2 TLSv1.3;
+server { listen %s ssl; listen %s; ssl_certificate %s; ssl_certificate_key %s;
+  location = /metrics { metrics; }
+  location / { return 200 "ok"; } }`, ssl, plain, f.aEC, f.aECKey), ssl, plain)
+	const good = 3
+	for i := 0; i < good; i++ {
+		c := httpsClient(f.pool, ssl, &stdtls.Config{ServerName: "a.test"})
+		if resp, _ := get(t, c, "https://a.test/"); resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		c.CloseIdleConnections()
+	}
+	// A client that is not TLS at all (the harness's probe, which connected and
+	// closed, failed already).
+	fams, _, _ := scrape(t, plain, "")
+	before := sum(fams, "numaproxy_tls_handshake_failures_total")
+	if c, err := net.Dial("tcp", ssl); err == nil {
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		io.ReadAll(c)
+		c.Close()
+	}
+	waitFor(t, "the failed handshake to be counted", 5*time.Second, func() bool {
+		fams, _, _ = scrape(t, plain, "")
+		return sum(fams, "numaproxy_tls_handshake_failures_total") == before+1
+	})
+	ktls, user := sum(fams, "numaproxy_tls_handshakes_total", "path", "ktls"), sum(fams, "numaproxy_tls_handshakes_total", "path", "userspace")
+	t.Logf("handshakes: %v kTLS, %v userspace", ktls, user)
+	if ktls+user != good {
+		t.Errorf("%v kTLS + %v userspace handshakes, want %d", ktls, user, good)
+	}
 }
