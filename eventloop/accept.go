@@ -35,6 +35,9 @@ func (l *Loop) acceptEvent(ln *Listener) {
 		}
 		fd, remote, err := accept4(ln.fd)
 		if err != nil {
+			if err != unix.EAGAIN {
+				l.acceptErrs.Add(1)
+			}
 			switch err {
 			case unix.EAGAIN:
 				return

@@ -72,6 +72,7 @@ type Loop struct {
 	staleEvents atomic.Uint64
 	panics      atomic.Uint64
 	acceptStops atomic.Uint64
+	acceptErrs  atomic.Uint64
 }
 
 // New prepares a loop: its Poller, epoll set and timerfd. Listeners may be
@@ -247,6 +248,7 @@ type Stats struct {
 	StaleEvents uint64 // epoll events dropped because their fd generation was gone
 	Panics      uint64 // handler, task and timer panics recovered
 	AcceptStops uint64 // times a listener stopped being polled after accept failed
+	AcceptErrs  uint64 // accept4 calls that failed with anything but EAGAIN
 }
 
 // Stats returns the loop's counters; safe from any goroutine.
@@ -255,5 +257,6 @@ func (l *Loop) Stats() Stats {
 	return Stats{
 		Conns: int64(l.openConns.Load()), Accepted: acc, Closed: cl,
 		StaleEvents: l.staleEvents.Load(), Panics: l.panics.Load(), AcceptStops: l.acceptStops.Load(),
+		AcceptErrs: l.acceptErrs.Load(),
 	}
 }

@@ -45,6 +45,10 @@ type conn struct {
 	local  netip.AddrPort
 	remote netip.AddrPort
 	state  connState
+	// lstat is what the connection is doing; stat where the worker's gauges count
+	// it (connstats.go).
+	lstat, stat connStat
+	upgraded    bool // counted as a tunnel
 
 	// in is the input not served yet, a window of inBuf (pooled) that starts at the
 	// request being read or served: its head, then what came after it. Both are nil
@@ -130,6 +134,7 @@ func (c *conn) defaultServerConf() *LocConf {
 }
 
 func (c *conn) start() {
+	c.setStat(statWaiting)
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	c.conn.SetIdle(false)
@@ -206,6 +211,7 @@ func (c *conn) drive() {
 		c.takeRequest()
 		n, err := c.req.Parse(c.in)
 		if errors.Is(err, http1.ErrNeedMore) {
+			c.setStat(statReading)
 			if !c.headTimer {
 				// client_header_timeout bounds the whole head from its first byte
 				// (a pipelined one's from the end of the request before it), as in
@@ -218,6 +224,7 @@ func (c *conn) drive() {
 			break
 		}
 		c.requests++
+		c.setStat(statWriting)
 		c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {
 			c.keepAlive = false
@@ -264,7 +271,7 @@ func (c *conn) begin() {
 	r := c.Request
 	r.snap = c.w.snapshotFor(c.local)
 	r.started = time.Now()
-	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
+	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.limitRate, r.limitRateSet = 0, false
@@ -359,6 +366,7 @@ func (c *conn) finish() {
 		return
 	}
 	// Keep only what came after this request: the window moves past it.
+	c.setStat(statWaiting) // until the next request's first byte (drive)
 	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
 	c.req.Reset()
 	c.state = csHead

@@ -83,7 +83,9 @@
 // ReadBody): the core tells it of request body data, of the client's backpressure
 // and of its end; it answers with NewHeader, SendHeader, SendBody and Finish, or
 // Fail, Abort, SendStatus, InternalRedirect. A handler that answers at once uses
-// SendPage, SendText or SendStatus and returns Done. Add the module to
+// SendPage, SendText or SendStatus and returns Done. A module that keeps figures
+// for monitoring counts them per loop, and only while Snapshot.StatsEnabled (a
+// module that reports them, as metrics, calls Setup.EnableStats). Add the module to
 // cmd/numaproxy/modules.go. The rewrite and headers packages are small examples;
 // proxy is the large one.
 package httpcore

@@ -199,6 +199,7 @@ func (r *Request) writeHeader() {
 	b = append(b, "\r\n"...)
 	c.w.scratch = b[:0]
 	r.head = b
+	r.headSent = int64(len(b))
 	if r.limitRateSet || c.lcf.LimitRate != nil || c.rateLimited {
 		r.applyLimitRate()
 	}

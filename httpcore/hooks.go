@@ -152,6 +152,11 @@ func (s *Setup) SetBodyFilter(f BodyFilter) { s.snap.topBody, s.snap.bodyFilters
 // SetState keeps v as the module's state for this snapshot (Snapshot.State).
 func (s *Setup) SetState(k Key, v any) { s.snap.states[k] = v }
 
+// EnableStats asks every module to keep its figures for this snapshot (a module
+// that reports them, as metrics, calls it; others check Snapshot.StatsEnabled), so
+// that without one no request pays for counting.
+func (s *Setup) EnableStats() { s.snap.stats = true }
+
 // Variables is the variable registry templates compile against.
 func (s *Setup) Variables() *Variables { return s.snap.vars }
 

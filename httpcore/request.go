@@ -29,8 +29,9 @@ type Request struct {
 	started   time.Time
 	status    int // the status sent (0 before the head went out)
 	bodySent  int64
-	redirects int // internal redirects taken
-	phase     int // the next entry of the phase engine
+	headSent  int64 // the response head's length
+	redirects int   // internal redirects taken
+	phase     int   // the next entry of the phase engine
 	// errorPageDone: an error met error pages with recursive_error_pages off, so no
 	// later error gets one (nginx's r->error_page).
 	errorPageDone bool
@@ -180,6 +181,21 @@ func (r *Request) Ctx(k Key) any { return r.ctx[k] }
 // SetCtx sets module key's context.
 func (r *Request) SetCtx(k Key, v any) { r.ctx[k] = v }
 
+// Started is when the request's head was read.
+func (r *Request) Started() time.Time { return r.started }
+
+// BytesReceived is the request's head and the body bytes read so far (nginx's
+// $request_length, without a chunked body's framing).
+func (r *Request) BytesReceived() int64 { return int64(r.c.headLen) + r.bodyTotal }
+
+// BytesSent is the response head and the body bytes sent so far (nginx's
+// $bytes_sent, without chunked framing).
+func (r *Request) BytesSent() int64 { return r.headSent + r.bodySent }
+
+// ConnectionRequests is the number of requests the connection has started, this one
+// included ($connection_requests).
+func (r *Request) ConnectionRequests() int { return r.c.requests }
+
 // Status is the status sent to the client, 0 before the response head went out.
 func (r *Request) Status() int { return r.status }
 
@@ -234,6 +250,7 @@ func (r *Request) Tunnel() []byte {
 	c := r.c
 	r.Flush()
 	c.state = csTunnel
+	c.setUpgraded()
 	var rest []byte
 	if len(c.in) > c.headLen {
 		rest = c.in[c.headLen:]

@@ -29,6 +29,7 @@ type Snapshot struct {
 	bodyFilters  bool // a module added a body filter
 	states       [maxKeys]any
 	hooks        []*Hooks // the registry's HTTP modules, in order
+	stats        bool     // a module reports figures (Setup.EnableStats)
 }
 
 // phaseHandler is one entry of the engine: a module's handler, or a step of the
@@ -115,6 +116,9 @@ func (s *Snapshot) buildEngine(setup *Setup) {
 	}
 	s.logHandlers = setup.phases[LogPhase]
 }
+
+// StatsEnabled reports that a module reports figures: modules count for it.
+func (s *Snapshot) StatsEnabled() bool { return s.stats }
 
 // State is module key's state for this snapshot (Setup.SetState).
 func (s *Snapshot) State(k Key) any { return s.states[k] }

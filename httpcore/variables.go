@@ -25,6 +25,10 @@ type Variable struct {
 	// Set gives the variable a value (nil: set cannot), as nginx's set_handler:
 	// "set $args ...".
 	Set func(r *Request, v []byte)
+	// Compiled, if set, is called when a template naming the variable is compiled:
+	// a module whose variable needs work done for every request learns that it is
+	// used.
+	Compiled func()
 }
 
 // Variables is a registry: every module's variables by name. A configuration's
@@ -186,6 +190,9 @@ func (v *Variables) lookup(name string, pos conf.Pos) (part, error) {
 	}
 	lower := strings.ToLower(name)
 	if d := v.names[lower]; d != nil {
+		if d.Compiled != nil {
+			d.Compiled()
+		}
 		return part{v: d}, nil
 	}
 	for _, d := range v.prefixes {

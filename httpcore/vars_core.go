@@ -124,7 +124,7 @@ var coreVariables = []Variable{
 		return strconv.AppendInt(dst, int64(r.c.w.loop.CPU()), 10)
 	}},
 	{Name: "incoming_cpu", Get: func(dst []byte, r *Request, _ string) []byte {
-		cpu, err := unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+		cpu, err := r.IncomingCPU()
 		if err != nil {
 			return append(dst, '-')
 		}
@@ -135,6 +135,12 @@ var coreVariables = []Variable{
 // setArgs is "set $args": new arguments, and the request's URI is no longer the
 // client's (nginx's ngx_http_variable_set_args clears valid_unparsed_uri).
 func setArgs(r *Request, v []byte) { setURI(r, r.uriBuf, v) }
+
+// IncomingCPU is the CPU whose softirq last processed the connection's packets
+// (SO_INCOMING_CPU): one getsockopt.
+func (r *Request) IncomingCPU() (int, error) {
+	return unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+}
 
 func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }
 

@@ -34,7 +34,7 @@ type Worker struct {
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
-	clients  int // open client connections, for tests and metrics
+	stats    workerStats // client connection figures (connstats.go)
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call
@@ -104,13 +104,11 @@ func (w *Worker) dateHeader(now time.Time) []byte {
 	return w.date
 }
 
-// Clients is the number of open client connections of this worker (read it on the
-// loop, or racily for a rough figure).
-func (w *Worker) Clients() int { return w.clients }
-
 // OnOpen implements eventloop.Handler for accepted client connections.
 func (w *Worker) OnOpen(c eventloop.Conn) {
-	w.clients++
+	if w.snap.stats {
+		w.stats.accepts.Add(1)
+	}
 	cl := newConn(w, c)
 	c.SetContext(cl)
 	cl.start()
@@ -130,8 +128,8 @@ func (w *Worker) OnTimeout(c eventloop.Conn) { c.Context().(*conn).onTimeout() }
 
 // OnClose implements eventloop.Handler.
 func (w *Worker) OnClose(c eventloop.Conn, err error) {
-	w.clients--
 	if cl, ok := c.Context().(*conn); ok {
 		cl.onClose(err)
+		cl.setStat(statNone)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/internal/stats"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -52,6 +53,7 @@ type exchange struct {
 	waitingFor *liveGroup
 
 	peer      *upstream.Peer
+	ps        *PeerStats // peer's figures in this loop; nil when nothing reports them
 	conn      eventloop.Conn
 	reused    bool // conn came from the keep-alive cache
 	connReqs  int  // requests conn carried before this one
@@ -195,7 +197,14 @@ func (ex *exchange) connect() bool {
 		}
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
+		ex.ps = ex.st.peerStats(r, ex.g, p)
+		if ex.ps != nil {
+			ex.ps.Tries++
+		}
 		if idle, reqs := ex.st.takeIdle(p.Key()); idle != nil {
+			if ex.ps != nil {
+				ex.ps.Reused++
+			}
 			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
 			idle.SetContext(ex)
 			ex.send()
@@ -227,7 +236,12 @@ func (ex *exchange) connect() bool {
 		if err != nil {
 			ex.bal.Done(p, now, true)
 			ex.st.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
+			if ps := ex.ps; ps != nil {
+				ps.ConnectFailures++
+				ps.Failures++
+			}
 			if ex.canRetry(NextError) {
+				ex.countRetry()
 				continue
 			}
 			ex.end()
@@ -410,6 +424,9 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
 	if countsAsFailure {
 		ex.bal.Done(ex.peer, now, true)
+		if ex.ps != nil {
+			ex.ps.Failures++
+		}
 	} else {
 		ex.bal.Release(ex.peer)
 	}
@@ -421,6 +438,7 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 		ex.tried.Reset()
 	}
 	if ex.canRetry(cond) {
+		ex.countRetry()
 		ex.resetResponse()
 		ex.connect()
 		return
@@ -428,6 +446,13 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	r := ex.r
 	ex.end()
 	r.Fail(status) // closes the client if part of a response went out
+}
+
+// countRetry counts the request passing on from the current server.
+func (ex *exchange) countRetry() {
+	if ex.ps != nil {
+		ex.ps.Retries++
+	}
 }
 
 // dropConn closes the current upstream connection; it is not cached.
@@ -478,6 +503,9 @@ func (ex *exchange) onClose(err error) {
 	ex.conn = nil
 	switch ex.state {
 	case exConnecting:
+		if ex.ps != nil {
+			ex.ps.ConnectFailures++
+		}
 		if errors.Is(err, eventloop.ErrDialTimeout) {
 			ex.fail(NextTimeout, 504, "upstream timed out while connecting to upstream")
 		} else {
@@ -575,6 +603,10 @@ func (ex *exchange) startResponse(headLen int) {
 	code := ex.resp.StatusCode()
 	ex.status = code
 	ex.responseTime = time.Since(ex.tryStart)
+	if ps := ex.ps; ps != nil {
+		ps.Responses[stats.Class(code)]++
+		ps.ResponseTime.Observe(ex.responseTime)
+	}
 	if code == 101 && !ex.upgrade {
 		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
 		return
@@ -582,6 +614,10 @@ func (ex *exchange) startResponse(headLen int) {
 	if cond := ex.lc.NextUpstream.ForStatus(code); cond != 0 && ex.canRetry(cond) {
 		failure := code != 403 && code != 404
 		ex.bal.Done(ex.peer, time.Now(), failure)
+		if ex.ps != nil && failure {
+			ex.ps.Failures++
+		}
+		ex.countRetry()
 		ex.dropConn()
 		ex.resetResponse()
 		if failure {

@@ -167,6 +167,8 @@ type loopState struct {
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	freeIdle  []*idleConn                    // recycled idleConn structs
 	scratch   []byte                         // builds values; reused, never retained
+	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
+	statsList []*PeerStats                   // the same, in the order they came
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
@@ -177,6 +179,7 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 		live:      map[*upstream.Group]*liveGroup{},
 		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 4<<10),
+		stats:     map[peerStatsKey]*PeerStats{},
 	}
 }
 

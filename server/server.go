@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -37,6 +38,10 @@ type Server struct {
 	old map[*loopSet]bool // sets being retired
 	// rolling counts retiring sets.
 	rolling sync.WaitGroup
+
+	monitor                 atomic.Pointer[Monitor] // monitor.go
+	started                 time.Time
+	reloads, reloadFailures atomic.Uint64
 }
 
 // loopSet is one generation of loops with their listeners, pools and steering.
@@ -47,7 +52,7 @@ type loopSet struct {
 	workers  []*httpcore.Worker
 	layers   []*tls.Layer // each loop's handler: TLS around its worker
 	router   *tlsRouter
-	tlsStats *tls.Stats
+	tlsStats []*tls.Stats                             // each loop's handshake counters
 	domain   []int                                    // domain of each loop
 	pools    []*pool.Domain                           // per domain
 	locals   []*pool.Local                            // per loop
@@ -86,7 +91,9 @@ func StartWith(cfg *conf.Config, snap *httpcore.Snapshot, log *slog.Logger, opts
 		return nil, err
 	}
 	log.Log(nil, errorlog.LevelNotice, plan.String())
-	return &Server{loopSet: ls, opts: opts, log: log, old: map[*loopSet]bool{}}, nil
+	srv := &Server{loopSet: ls, opts: opts, log: log, old: map[*loopSet]bool{}, started: time.Now()}
+	srv.publish(srv.started)
+	return srv, nil
 }
 
 // layout is the domains and the CPUs of the loops cfg asks for on this machine.
@@ -116,7 +123,7 @@ func layout(cfg *conf.Config, opts Options) (*domains.Plan, []int, error) {
 func newLoopSet(cfg *conf.Config, snap *httpcore.Snapshot, plan *domains.Plan, cpus []int, pools []*pool.Domain,
 	inherited map[netip.AddrPort][]int, log *slog.Logger) (*loopSet, error) {
 	s := &loopSet{plan: plan, cpus: cpus, pools: pools, addrs: map[netip.AddrPort][]*eventloop.Listener{}, log: log,
-		router: newTLSRouter(snap, nil), tlsStats: &tls.Stats{}}
+		router: newTLSRouter(snap, nil)}
 	if usesTLS(snap) {
 		log.Log(nil, errorlog.LevelNotice, tls.Probe().String())
 	}
@@ -179,8 +186,10 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 		dom = 0
 	}
 	w := httpcore.NewWorker(snap, s.log, dom)
-	// Connections of addresses without ssl pass through the layer to the worker.
-	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: s.tlsStats})
+	// Connections of addresses without ssl pass through the layer to the worker. Each
+	// loop counts its own handshakes: no counter is shared between loops.
+	ts := &tls.Stats{}
+	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: ts})
 	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
 	lc := eventloop.Config{CPU: cpu, Handler: layer, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	local, err := s.pools[dom].NewLocal()
@@ -198,7 +207,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 	}
 	w.SetLoop(l)
 	s.loops, s.workers, s.domain = append(s.loops, l), append(s.workers, w), append(s.domain, dom)
-	s.layers = append(s.layers, layer)
+	s.layers, s.tlsStats = append(s.layers, layer), append(s.tlsStats, ts)
 	return nil
 }
 
@@ -373,6 +382,19 @@ func listenOptionsOf(cfg *conf.Config, addr netip.AddrPort) eventloop.ListenOpti
 // retires those of addresses snap no longer has. When cfg asks for other loops, a
 // new set of loops takes over the same addresses and the old set drains.
 func (s *Server) Reload(cfg *conf.Config, snap *httpcore.Snapshot) error {
+	err := s.reload(cfg, snap)
+	loaded := time.Now()
+	if err != nil {
+		s.reloadFailures.Add(1)
+		loaded = s.Monitor().Loaded
+	} else {
+		s.reloads.Add(1)
+	}
+	s.publish(loaded) // a failed reload may have opened listeners
+	return err
+}
+
+func (s *Server) reload(cfg *conf.Config, snap *httpcore.Snapshot) error {
 	plan, cpus, err := layout(cfg, s.opts)
 	if err != nil {
 		return err

@@ -81,11 +81,16 @@ func usesTLS(snap *httpcore.Snapshot) bool {
 	return false
 }
 
-// logTLSStats writes the handshake counters to the error log.
-func logTLSStats(log *slog.Logger, st *tls.Stats) {
-	if st == nil || st.KTLS.Load()+st.Userspace.Load()+st.Failures.Load() == 0 {
+// logTLSStats writes the loops' handshake counters, summed, to the error log.
+func logTLSStats(log *slog.Logger, loops []*tls.Stats) {
+	var ktls, user, fallbacks, resumed, failures, timeouts uint64
+	for _, st := range loops {
+		ktls, user, fallbacks = ktls+st.KTLS.Load(), user+st.Userspace.Load(), fallbacks+st.KTLSFallbacks.Load()
+		resumed, failures, timeouts = resumed+st.Resumed.Load(), failures+st.Failures.Load(), timeouts+st.Timeouts.Load()
+	}
+	if ktls+user+failures == 0 {
 		return
 	}
 	log.Log(nil, errorlog.LevelNotice, fmt.Sprintf("TLS handshakes: %d kTLS, %d userspace (%d kTLS-capable kept in userspace), %d resumed, %d failed (%d timed out)",
-		st.KTLS.Load(), st.Userspace.Load(), st.KTLSFallbacks.Load(), st.Resumed.Load(), st.Failures.Load(), st.Timeouts.Load()))
+		ktls, user, fallbacks, resumed, failures, timeouts))
 }

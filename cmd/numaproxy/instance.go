@@ -14,6 +14,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/metrics"
 	"github.com/numaproxy/numaproxy/server"
 )
 
@@ -85,6 +86,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 	if err != nil {
 		return fatal(err.Error())
 	}
+	metrics.Attach(in.server)
 	// Written once serving: its presence tells -s and scripts the instance is up.
 	if err := writePidFile(cfg.Main.PidFile); err != nil {
 		in.server.Stop()
@@ -171,8 +173,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 func (in *instance) reload() {
 	cfg, err := in.load()
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		in.configRefused(err)
 		return
 	}
 	for _, w := range cfg.Warnings {
@@ -180,14 +181,12 @@ func (in *instance) reload() {
 	}
 	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		in.configRefused(err)
 		return
 	}
 	dests, err := logDestinations(cfg)
 	if err != nil {
-		in.log.Log(nil, errorlog.LevelEmerg, err.Error())
-		in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+		in.configRefused(err)
 		return
 	}
 	if err := in.server.Reload(cfg, snap); err != nil {
@@ -208,6 +207,14 @@ func (in *instance) reload() {
 		in.log.Warn(fmt.Sprintf(`the "user" directive takes effect at start: restart numaproxy to run as %q in %s`, u.Name, u.Pos))
 	}
 	in.log.Log(nil, errorlog.LevelNotice, "configuration reloaded", "config", cfg.File)
+}
+
+// configRefused logs a reload whose configuration did not reach the server, and
+// counts it.
+func (in *instance) configRefused(err error) {
+	in.log.Log(nil, errorlog.LevelEmerg, err.Error())
+	in.log.Log(nil, errorlog.LevelNotice, "configuration not changed: the running configuration stays")
+	in.server.NoteReloadFailure()
 }
 
 // stopping tells systemd the service stops, unless this process is not the

@@ -6,6 +6,7 @@ import (
 	"github.com/numaproxy/numaproxy/geo"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/metrics"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/resolver"
@@ -23,4 +24,4 @@ import (
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
 	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, compress.Module, headers.Module, tls.Module,
-	varmap.Module, geo.Module, splitclients.Module)
+	varmap.Module, geo.Module, splitclients.Module, metrics.Module)

@@ -257,6 +257,9 @@ func TestConntrackLRUEviction(t *testing.T) {
 	if len(cs) == 0 || len(cs) > entries {
 		t.Errorf("%d client entries, want 1 to %d", len(cs), entries)
 	}
+	if n, err := s.ClientCount(0); err != nil || n != len(cs) {
+		t.Errorf("ClientCount %d, %v; want %d", n, err, len(cs))
+	}
 	if _, ok := findClient(t, s, 0, last.client.Addr()); !ok {
 		t.Errorf("newest client %v evicted", last.client.Addr())
 	}

@@ -540,6 +540,29 @@ func (s *Steering) Clients(node int) ([]Client, error) {
 	return out, nil
 }
 
+// ClientCount is the number of client entries in node's conntrack map: its
+// occupancy, walked key by key (one bpf() call each) without reading the values.
+func (s *Steering) ClientCount(node int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.clients[node]
+	if !ok || s.closed {
+		return 0, fmt.Errorf("steering: no conntrack map on node %d", node)
+	}
+	var k, next steeringClientKey
+	n := 0
+	for err := m.NextKey(nil, &next); ; err = m.NextKey(&k, &next) {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("steering: conntrack node %d: %w", node, err)
+		}
+		n++
+		k = next
+	}
+}
+
 // FlowDomain returns the domain the program recorded for the connection
 // between client and server when it steered its SYN; ok is false when no
 // node's map holds it (never seen, or evicted).
