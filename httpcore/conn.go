@@ -264,6 +264,7 @@ func (c *conn) begin() {
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.srv, r.loc, r.prefix = nil, nil, ""
+	r.remoteSet, r.accessCode = false, 0
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	if a := r.snap.Routes.Addr(c.local); a != nil {

@@ -83,6 +83,9 @@ func directives() []conf.Directive {
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "satisfy", Contexts: hsl, Args: conf.Args1, Set: setSatisfy,
+			Syntax: "satisfy all | any;", Default: "all",
+			Doc: "How the access phase's checks (allow/deny, auth_basic, auth_request) combine: all must allow, or any one allowing is enough (then the answer, when none allows, is 401 if one asked for credentials, else 403)."},
 		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
 			Syntax: "underscores_in_headers on | off;", Default: "off",
 			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
@@ -113,6 +116,7 @@ type LocConf struct {
 	ClientBodyTemp       *TempPath // never nil once the config is checked
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
+	SatisfyAny           bool // satisfy any
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
@@ -148,6 +152,7 @@ const (
 	bitIgnoreInvalid
 	bitUnderscores
 	bitRecursiveErrorPages
+	bitSatisfy
 )
 
 // LingeringClose is lingering_close's value.
@@ -225,6 +230,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
 	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+	{Bit: bitSatisfy, Take: func(c, p *LocConf) { c.SatisfyAny = p.SatisfyAny }},
 }
 
 // HTTPConf is the core's config of the http block.
@@ -318,6 +324,20 @@ func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	lc.ClientMaxBodySize = n
 	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setSatisfy(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	switch strings.ToLower(s.Args[0].Value) { // nginx's enum values ignore case
+	case "all":
+		lc.SatisfyAny = false
+	case "any":
+		lc.SatisfyAny = true
+	default:
+		return s.InvalidValue(s.Args[0], `it must be "all" or "any"`)
+	}
+	lc.set |= bitSatisfy
 	return nil
 }
 

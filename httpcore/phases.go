@@ -32,6 +32,20 @@ func (r *Request) RunPhases() {
 			}
 			r.phase = next
 			continue
+		case stepPostAccess:
+			r.phase++
+			if code := int(r.accessCode); code != 0 {
+				// satisfy any, and no handler allowed: the 401 if one asked for
+				// credentials, else the 403 (nginx's post-access phase).
+				r.accessCode = 0
+				if code == 403 {
+					c.w.log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
+				}
+				r.phase = len(e)
+				r.finalize(Status(code))
+				return
+			}
+			continue
 		case stepNotFound:
 			r.phase = len(e)
 			r.finalize(404) // nothing serves this location (numaproxy has no static files yet)
@@ -39,6 +53,12 @@ func (r *Request) RunPhases() {
 		}
 		i := r.phase
 		rc := ph.h(r)
+		if ph.phase == AccessPhase {
+			if rc = r.access(rc); rc == Declined {
+				r.phase = i + 1
+				continue
+			}
+		}
 		switch {
 		case rc == Declined:
 			r.phase = i + 1
@@ -57,6 +77,30 @@ func (r *Request) RunPhases() {
 			return
 		}
 	}
+}
+
+// access is nginx's access phase checker between an access handler's rc and the
+// engine: with satisfy all a handler that allows lets the next one check (Declined
+// here); with satisfy any it ends the phase, and a 401 or 403 is kept (a 401 over a
+// 403) while the next handler checks, for the post-access step to answer.
+func (r *Request) access(rc Status) Status {
+	if !r.c.lcf.SatisfyAny {
+		if rc == OK {
+			return Declined
+		}
+		return rc
+	}
+	switch rc {
+	case OK:
+		r.accessCode = 0
+		return OK
+	case 401, 403:
+		if r.accessCode != 401 {
+			r.accessCode = int16(rc)
+		}
+		return Declined
+	}
+	return rc
 }
 
 // finalize ends a phase with rc, as ngx_http_finalize_request: a status is answered

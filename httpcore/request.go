@@ -40,9 +40,14 @@ type Request struct {
 	uriChanged    bool   // an internal redirect replaced $uri (and the arguments)
 	forceStatus   int    // the status an error_page imposes on the response; 0: none
 	internalGET   bool   // after an error_page redirect the request goes on as GET
-	logged        bool   // the log phase ran
-	done          bool   // finished: the connection went on (or is going) to the next request
-	headerSent    bool
+	// remote is the client address a module set for this request (realip), in
+	// force when remoteSet; the connection's peer stays in conn.remote.
+	remote     netip.AddrPort
+	remoteSet  bool
+	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
+	logged     bool  // the log phase ran
+	done       bool  // finished: the connection went on (or is going) to the next request
+	headerSent bool
 
 	body          BodyKind
 	contentLength int64    // the body's length (Content-Length, or a body read whole)
@@ -148,8 +153,27 @@ func (r *Request) HTTPS() bool {
 	return a != nil && a.SSL
 }
 
-// RemoteAddr is the client's address.
-func (r *Request) RemoteAddr() netip.AddrPort { return r.c.remote }
+// RemoteAddr is the client's address ($remote_addr, $remote_port): the
+// connection's peer, or the address SetRemoteAddr gave the request.
+func (r *Request) RemoteAddr() netip.AddrPort {
+	if r.remoteSet {
+		return r.remote
+	}
+	return r.c.remote
+}
+
+// PeerAddr is the address of the connection's peer, whatever SetRemoteAddr said
+// ($realip_remote_addr).
+func (r *Request) PeerAddr() netip.AddrPort { return r.c.remote }
+
+// SetRemoteAddr makes a the client's address for the rest of this request (nginx's
+// realip module changes c->sockaddr until the request ends): every later phase,
+// variable and log sees it. A zero port leaves $remote_port empty, as in nginx. The
+// next request on the connection starts from the peer's address again.
+func (r *Request) SetRemoteAddr(a netip.AddrPort) { r.remote, r.remoteSet = a, true }
+
+// RemoteAddrSet reports that SetRemoteAddr ran for this request.
+func (r *Request) RemoteAddrSet() bool { return r.remoteSet }
 
 // Worker is the loop's worker.
 func (r *Request) Worker() *Worker { return r.c.w }

@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"bytes"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -32,10 +33,8 @@ var coreVariables = []Variable{
 		q, _ := r.Args()
 		return append(dst, argValue(q, name)...)
 	}},
-	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.remote.Addr().AppendTo(dst) }},
-	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte {
-		return strconv.AppendUint(dst, uint64(r.c.remote.Port()), 10)
-	}},
+	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return AppendAddr(dst, r.RemoteAddr()) }},
+	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte { return AppendPort(dst, r.RemoteAddr()) }},
 	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.local.Addr().AppendTo(dst) }},
 	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
@@ -265,4 +264,22 @@ func AppendSeconds(dst []byte, d time.Duration) []byte {
 	dst = append(dst, '.')
 	frac := ms % 1000
 	return append(dst, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
+
+// AppendAddr appends a client address as nginx's $remote_addr writes it; a
+// connection on a unix-domain socket (no IP address) is "unix:".
+func AppendAddr(dst []byte, a netip.AddrPort) []byte {
+	if !a.Addr().IsValid() {
+		return append(dst, "unix:"...)
+	}
+	return a.Addr().AppendTo(dst)
+}
+
+// AppendPort appends a client port as nginx's $remote_port: nothing for port 0 (an
+// address realip took without a port, a unix-domain socket).
+func AppendPort(dst []byte, a netip.AddrPort) []byte {
+	if a.Port() == 0 {
+		return dst
+	}
+	return strconv.AppendUint(dst, uint64(a.Port()), 10)
 }

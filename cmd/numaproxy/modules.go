@@ -6,6 +6,7 @@ import (
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/realip"
 	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
@@ -17,4 +18,4 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, realip.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The differential tests of realip, allow/deny, auth_basic, auth_request and satisfy:
+// the same http block runs in nginx and numaproxy, the same requests go to both, and
+// the status, the fields that matter and what the upstream saw must be equal.
+
+// echoAddrBackend answers with what it was told of the client: the fields the
+// configurations below set from $remote_addr, $remote_port and $realip_*.
+func echoAddrBackend(t *testing.T) *backend {
+	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "rip=%s xff=%s rport=%s ra=%s rp=%s end",
+			r.Header.Get("X-Real-IP"), r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Remote-Port"),
+			r.Header.Get("X-Realip-Addr"), r.Header.Get("X-Realip-Port"))
+	})
+}
+
+// exchangeRaw sends one raw HTTP/1.0 request and returns the response with the
+// client's own port written as PEER, so that answers through nginx and numaproxy
+// compare.
+func exchangeRaw(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(ioTimeout))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("%s: %v", addr, err)
+	}
+	port := strconv.Itoa(c.LocalAddr().(*net.TCPAddr).Port)
+	return strings.ReplaceAll(string(raw), "="+port+" ", "=PEER ")
+}
+
+// answer is the part of a response two servers must agree on: the status line,
+// chosen fields and the body (whose error pages name each server differently).
+func answer(raw string, fields ...string) string {
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	lines := strings.Split(head, "\r\n")
+	out := lines[0]
+	for _, f := range fields {
+		for _, l := range lines[1:] {
+			if name, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(name, f) {
+				out += "\n" + name + ":" + v
+			}
+		}
+	}
+	if strings.HasPrefix(body, "<html>") {
+		body = "(error page)"
+	}
+	return out + "\n" + body
+}
+
+// differential runs the http block conf(addrs...) in nginx and in numaproxy, each
+// with servers on its own n addresses, and calls each for both.
+func differential(t *testing.T, n int, conf func(addrs []string) string, each func(name string, addrs []string) map[string]string) {
+	t.Helper()
+	var ngAddrs, npAddrs []string
+	for i := 0; i < n; i++ {
+		ngAddrs = append(ngAddrs, addrFor(t))
+		npAddrs = append(npAddrs, addrFor(t))
+	}
+	startNginx(t, conf(ngAddrs), ngAddrs...)
+	in := startHTTP(t, conf(npAddrs), npAddrs...)
+	want := each("nginx", ngAddrs)
+	got := each("numaproxy", npAddrs)
+	for k, w := range want {
+		if g := got[k]; g != w {
+			t.Errorf("%s:\nnginx:     %q\nnumaproxy: %q", k, w, g)
+		}
+	}
+	in.checkNoPanic()
+}
+
+// TestRealIPAgainstNginx: X-Forwarded-For chains with real_ip_recursive off and on,
+// X-Real-IP, another field, a location's own settings, trusted and untrusted peers
+// (the test's client is 127.0.0.1), and what the upstream then sees in X-Real-IP
+// and X-Forwarded-For set from $remote_addr.
+func TestRealIPAgainstNginx(t *testing.T) {
+	b := echoAddrBackend(t)
+	conf := func(a []string) string {
+		return `
+proxy_set_header X-Real-IP $remote_addr;
+proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+proxy_set_header X-Remote-Port $remote_port;
+proxy_set_header X-Realip-Addr $realip_remote_addr;
+proxy_set_header X-Realip-Port $realip_remote_port;
+server { listen ` + a[0] + `; set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;
+	location / { proxy_pass http://` + b.Addr + `; } }
+server { listen ` + a[1] + `; set_real_ip_from 127.0.0.0/8; set_real_ip_from 10.0.0.0/8; set_real_ip_from 2001:db8::/32;
+	real_ip_header X-Forwarded-For; real_ip_recursive on;
+	location / { proxy_pass http://` + b.Addr + `; } }
+server { listen ` + a[2] + `; set_real_ip_from 10.0.0.0/8;
+	location / { proxy_pass http://` + b.Addr + `; } }
+server { listen ` + a[3] + `; set_real_ip_from 127.0.0.1;
+	location / { proxy_pass http://` + b.Addr + `; }
+	location /client { real_ip_header X-Client; proxy_pass http://` + b.Addr + `; }
+	location /untrusted { set_real_ip_from 192.0.2.1; proxy_pass http://` + b.Addr + `; } }
+server { listen ` + a[4] + `;
+	location / { proxy_pass http://` + b.Addr + `; }
+	location /loc { set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For; real_ip_recursive on; proxy_pass http://` + b.Addr + `; } }
+`
+	}
+	cases := []struct {
+		server int
+		path   string
+		fields string
+	}{
+		{0, "/", ""},
+		{0, "/", "X-Forwarded-For: 203.0.113.7\r\n"},
+		{0, "/", "X-Forwarded-For: 203.0.113.7, 10.1.1.1\r\n"},
+		{0, "/", "X-Forwarded-For: 203.0.113.7,10.1.1.1 , \r\n"},
+		{0, "/", "X-Forwarded-For: 198.51.100.1\r\nX-Forwarded-For: 203.0.113.7, 10.1.1.1\r\n"},
+		{0, "/", "X-Forwarded-For: 203.0.113.7:8080\r\n"},
+		{0, "/", "X-Forwarded-For: [2001:db8::5]:443\r\n"},
+		{0, "/", "X-Forwarded-For: 2001:db8::5\r\n"},
+		{0, "/", "X-Forwarded-For: garbage\r\n"},
+		{0, "/", "X-Forwarded-For: 203.0.113.7, garbage\r\n"},
+		{0, "/", "X-Forwarded-For: \r\n"},
+		{1, "/", "X-Forwarded-For: 203.0.113.7, 10.1.1.1, 127.0.0.5\r\n"},
+		{1, "/", "X-Forwarded-For: 203.0.113.7, 198.51.100.9, 10.1.1.1\r\n"},
+		{1, "/", "X-Forwarded-For: 10.2.2.2, 10.1.1.1\r\n"},
+		{1, "/", "X-Forwarded-For: garbage, 10.1.1.1\r\n"},
+		{1, "/", "X-Forwarded-For: 198.51.100.1\r\nX-Forwarded-For: 10.1.1.1\r\n"},
+		{1, "/", "X-Forwarded-For: 198.51.100.1, 10.3.3.3\r\nX-Forwarded-For: 10.1.1.1, 10.2.2.2\r\n"},
+		{1, "/", "X-Forwarded-For: 10.9.9.9\r\nX-Forwarded-For: 10.1.1.1\r\n"},
+		{1, "/", "X-Forwarded-For: 2001:db8::7, [2001:db8::8]:99\r\n"},
+		{1, "/", "X-Forwarded-For: 192.0.2.1:1234, 2001:db8::8\r\n"},
+		{2, "/", "X-Real-IP: 203.0.113.7\r\n"},
+		{3, "/", "X-Real-IP: 203.0.113.7\r\n"},
+		{3, "/", "X-Real-IP: 203.0.113.7\r\nX-Real-IP: 198.51.100.1\r\n"},
+		{3, "/", "X-Real-IP: 203.0.113.7:99\r\n"},
+		{3, "/", "X-Real-IP: 203.0.113.7, 198.51.100.1\r\n"},
+		{3, "/", "X-Real-IP: not-an-address\r\n"},
+		{3, "/client", "X-Real-IP: 203.0.113.7\r\nX-Client: 198.51.100.3\r\n"},
+		{3, "/client", "X-Client: 198.51.100.3\r\nX-Client: 198.51.100.4\r\n"},
+		{3, "/untrusted", "X-Real-IP: 203.0.113.7\r\n"},
+		{4, "/", "X-Forwarded-For: 203.0.113.7\r\n"},
+		{4, "/loc", "X-Forwarded-For: 203.0.113.7, 127.0.0.9\r\n"},
+	}
+	differential(t, 5, conf, func(name string, addrs []string) map[string]string {
+		out := map[string]string{}
+		for i, c := range cases {
+			raw := exchangeRaw(t, addrs[c.server], "GET "+c.path+" HTTP/1.0\r\nHost: x\r\n"+c.fields+"\r\n")
+			out[fmt.Sprintf("%d server %d %s %q", i, c.server, c.path, c.fields)] = answer(raw)
+		}
+		return out
+	})
+}
