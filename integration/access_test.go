@@ -162,3 +162,53 @@ server { listen ` + a[4] + `;
 		return out
 	})
 }
+
+// TestAccessAgainstNginx: allow and deny in nginx's order (first match, one list per
+// family, "all" in each), inheritance (a level with rules replaces the parent's),
+// IPv6 and IPv4-mapped clients, satisfy any with access alone. The client address
+// comes from X-Real-IP through realip, so one loopback client plays many.
+func TestAccessAgainstNginx(t *testing.T) {
+	b := newBackend(t, nil)
+	pass := "proxy_pass http://" + b.Addr + ";"
+	conf := func(a []string) string {
+		return `
+set_real_ip_from 127.0.0.1;
+server { listen ` + a[0] + `;
+	deny 10.0.0.1; allow all;
+	location /inherit { ` + pass + ` }
+	location /own { allow 10.0.0.1; deny all; ` + pass + ` }
+	location /a { allow 10.0.0.0/8; deny all; ` + pass + ` }
+	location /b { deny 10.1.0.0/16; allow 10.0.0.0/8; deny all; ` + pass + ` }
+	location /c { allow 2001:db8::/32; deny all; ` + pass + ` }
+	location /d { deny 2001:db8::1; ` + pass + ` }
+	location /e { allow 192.168.1.1/24; deny all; ` + pass + ` }
+	location /f { allow ::ffff:10.0.0.0/104; deny all; ` + pass + ` }
+	location /g { satisfy any; deny all; ` + pass + ` }
+	location /h { satisfy any; allow 10.0.0.1; deny all; ` + pass + ` }
+	location /i { allow unix:; deny 127.0.0.1; ` + pass + ` }
+	location /nested { allow 10.0.0.0/8; deny all;
+		location /nested/in { ` + pass + ` }
+		location /nested/own { deny 10.0.0.2; ` + pass + ` } }
+}`
+	}
+	paths := []string{"/inherit", "/own", "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/nested/in", "/nested/own"}
+	clients := []string{"", "10.0.0.1", "10.0.0.2", "10.1.2.3", "10.200.0.1", "192.168.1.77", "192.168.2.1",
+		"2001:db8::1", "2001:db8::2", "2001:dead::1", "::ffff:10.0.0.1", "::ffff:172.16.0.1"}
+	differential(t, 1, conf, func(name string, addrs []string) map[string]string {
+		out := map[string]string{}
+		for _, p := range paths {
+			for _, cl := range clients {
+				f := ""
+				if cl != "" {
+					f = "X-Real-IP: " + cl + "\r\n"
+				}
+				raw := exchangeRaw(t, addrs[0], "GET "+p+" HTTP/1.0\r\nHost: x\r\n"+f+"\r\n")
+				out[p+" from "+cl] = answer(raw)
+			}
+		}
+		if n := strings.Count(fmt.Sprint(out), "403 Forbidden"); n < 20 || n > len(out)-20 {
+			t.Errorf("%s: %d of %d requests forbidden: the table tests little", name, n, len(out))
+		}
+		return out
+	})
+}
