@@ -8,9 +8,8 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 )
 
-// Module declares nginx's ngx_http_auth_basic_module directives. It is not
-// registered in the binary yet: until the HTTP core's access phase calls Checker,
-// these directives stay unknown there, as they are today.
+// Module declares nginx's ngx_http_auth_basic_module directives; its Ctx (http.go)
+// puts the check in the HTTP core's access phase.
 var Module = &conf.Module{
 	Name:       "auth_basic",
 	Directives: directives(),

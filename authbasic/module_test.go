@@ -105,15 +105,3 @@ func TestRegistersWithTheBinarysModules(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// The module is not in the binary's registry: until the HTTP core calls the
-// checker, its directives are unknown there, as they are today.
-func TestNotRegistered(t *testing.T) {
-	src, err := os.ReadFile("../cmd/numaproxy/modules.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(src), "authbasic") {
-		t.Fatal("authbasic is registered: the access phase must call Checker first")
-	}
-}

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,6 +211,89 @@ server { listen ` + a[0] + `;
 		}
 		if n := strings.Count(fmt.Sprint(out), "403 Forbidden"); n < 20 || n > len(out)-20 {
 			t.Errorf("%s: %d of %d requests forbidden: the table tests little", name, n, len(out))
+		}
+		return out
+	})
+}
+
+// htpasswdFixture is authbasic's user file (one user per scheme nginx reads on
+// Debian) and each supported user's password.
+func htpasswdFixture(t *testing.T) (path string, users map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile("../authbasic/testdata/htpasswd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	special := map[string]string{"utf8": "pässwörd ✓", "colon": "a:b:c", "empty": "",
+		"long-bcrypt": strings.Repeat("L", 80), "bsdi": "pw-bsdi-long-password", "bigcrypt": "pw-bigcrypt-long"}
+	unsupported := map[string]bool{"yescrypt": true, "sunmd5": true, "nt": true, "bcrypt-2x": true} // documented in authbasic
+	users = map[string]string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		name, _, ok := strings.Cut(l, ":")
+		if !ok || strings.HasPrefix(l, "#") || unsupported[name] {
+			continue
+		}
+		pw, ok := special[name]
+		if !ok {
+			pw = "pw-" + name
+		}
+		users[name] = pw
+	}
+	path = filepath.Join(t.TempDir(), "htpasswd")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, users
+}
+
+func basicAuth(user, pw string) string {
+	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw)) + "\r\n"
+}
+
+// TestAuthBasicAgainstNginx: a login with each htpasswd scheme nginx supports, wrong
+// passwords, unknown users, no or broken credentials, auth_basic off, inheritance,
+// a missing file, and satisfy all/any with allow/deny (clients from X-Real-IP).
+func TestAuthBasicAgainstNginx(t *testing.T) {
+	file, users := htpasswdFixture(t)
+	b := newBackend(t, nil)
+	pass := "proxy_pass http://" + b.Addr + ";"
+	conf := func(a []string) string {
+		return `
+set_real_ip_from 127.0.0.1;
+server { listen ` + a[0] + `;
+	auth_basic "Server realm"; auth_basic_user_file ` + file + `;
+	location / { ` + pass + ` }
+	location /own { auth_basic 'say "hi"'; ` + pass + ` }
+	location /off { auth_basic off; ` + pass + ` }
+	location /missing { auth_basic_user_file ` + file + `.missing; ` + pass + ` }
+	location /all { allow 10.0.0.0/8; deny all; ` + pass + ` }
+	location /any { satisfy any; allow 10.0.0.0/8; deny all; ` + pass + ` }
+	location /anyerr { satisfy any; deny all; auth_basic_user_file ` + file + `.missing; ` + pass + ` }
+	location /anyonly { satisfy any; ` + pass + ` }
+}`
+	}
+	type tc struct{ path, fields string }
+	var cases []tc
+	for u, pw := range users {
+		cases = append(cases, tc{"/", basicAuth(u, pw)}, tc{"/", basicAuth(u, pw+"x")})
+	}
+	for _, p := range []string{"/", "/own", "/off", "/missing", "/all", "/any", "/anyerr", "/anyonly"} {
+		for _, from := range []string{"", "X-Real-IP: 10.1.1.1\r\n"} {
+			for _, auth := range []string{"", basicAuth("plain", "pw-plain"), basicAuth("plain", "nope"),
+				basicAuth("nobody", "x"), "Authorization: Basic !!!\r\n", "Authorization: Bearer x\r\n",
+				basicAuth("sha512", "pw-sha512")} {
+				cases = append(cases, tc{p, from + auth})
+			}
+		}
+	}
+	differential(t, 1, conf, func(name string, addrs []string) map[string]string {
+		out := map[string]string{}
+		for _, c := range cases {
+			raw := exchangeRaw(t, addrs[0], "GET "+c.path+" HTTP/1.0\r\nHost: x\r\n"+c.fields+"\r\n")
+			out[c.path+" "+strings.TrimSpace(c.fields)] = answer(raw, "WWW-Authenticate")
+		}
+		if n := strings.Count(fmt.Sprint(out), "200 OK"); n < 30 || n > len(out)-30 {
+			t.Errorf("%s: %d of %d requests allowed: the table tests little", name, n, len(out))
 		}
 		return out
 	})
