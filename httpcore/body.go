@@ -24,7 +24,7 @@ func (r *Request) BodyFraming() BodyKind {
 	req := &r.req
 	r.bodyTotal, r.contentLength = 0, 0
 	switch {
-	case r.internalGET:
+	case r.internalGET, r.c.sub != nil: // a subrequest has no body, as nginx's auth_request
 		r.body = BodyNone
 	case req.Chunked():
 		r.body = BodyChunked

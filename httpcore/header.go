@@ -101,6 +101,16 @@ func (h *Header) Get(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// Field is the first field called name (any case), with its name as written.
+func (h *Header) Field(name string) (fieldName, value []byte, ok bool) {
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.deleted && http1.EqualFold(f.name, name) {
+			return f.name, f.value, true
+		}
+	}
+	return nil, nil, false
+}
+
 // Del removes every field called name (any case).
 func (h *Header) Del(name string) {
 	for i := range h.fields {
@@ -122,6 +132,9 @@ func (r *Request) SendHeader() {
 	r.status = h.Status
 	r.headerSent = true
 	r.snap.topHeader(r)
+	if s := r.c.sub; s != nil && s.hooks.Header != nil {
+		s.hooks.Header(r)
+	}
 }
 
 // writeHeader is the last header filter: the status line, Server, Date, the carried

@@ -19,6 +19,7 @@ import (
 var Module = &conf.Module{
 	Name:       "http_core",
 	Directives: directives(),
+	NewMain:    newDeclared,
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
@@ -83,6 +84,9 @@ func directives() []conf.Directive {
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
+			Syntax: "internal;",
+			Doc:    "The location serves only internal requests (error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
 		{Name: "satisfy", Contexts: hsl, Args: conf.Args1, Set: setSatisfy,
 			Syntax: "satisfy all | any;", Default: "all",
 			Doc: "How the access phase's checks (allow/deny, auth_basic, auth_request) combine: all must allow, or any one allowing is enough (then the answer, when none allows, is 401 if one asked for credentials, else 403)."},
@@ -124,6 +128,9 @@ type LocConf struct {
 	// autoRedirect: a request for the location's path without its final "/" gets a
 	// 301 to it (nginx's clcf->auto_redirect, set by proxy_pass); not inherited.
 	autoRedirect bool
+
+	// internal: only internal requests may use the location (not inherited).
+	internal bool
 
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
@@ -324,6 +331,11 @@ func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	lc.ClientMaxBodySize = n
 	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setInternal(c *conf.Cursor, s *conf.Stmt) error {
+	locConf(c).internal = true
 	return nil
 }
 

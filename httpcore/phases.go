@@ -52,6 +52,10 @@ func (r *Request) RunPhases() {
 			return
 		}
 		i := r.phase
+		if ph.phase == AccessPhase && c.sub != nil {
+			r.phase = ph.next // a subrequest is not checked (nginx's access checker)
+			continue
+		}
 		rc := ph.h(r)
 		if ph.phase == AccessPhase {
 			if rc = r.access(rc); rc == Declined {
@@ -92,7 +96,10 @@ func (r *Request) access(rc Status) Status {
 	}
 	switch rc {
 	case OK:
+		// A check that allows wins: the challenge of one that asked for
+		// credentials is not sent (nginx hides headers_out.www_authenticate).
 		r.accessCode = 0
+		r.uncarry("www-authenticate")
 		return OK
 	case 401, 403:
 		if r.accessCode != 401 {
@@ -139,6 +146,10 @@ func (c *conn) findConfig() bool {
 		}
 		if m := locs.Find(r.uriBuf); m.Location != nil {
 			r.loc, r.prefix, c.lcf = m.Location, m.Prefix, LocationConf(m.Location)
+			if c.lcf.internal && c.sub == nil && r.redirects == 0 {
+				c.respondStatus(404) // an internal location, asked for by a client
+				return false
+			}
 		}
 	}
 	return !c.refuseBodyLength()

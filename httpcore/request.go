@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	"bytes"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -44,9 +45,10 @@ type Request struct {
 	// force when remoteSet; the connection's peer stays in conn.remote.
 	remote     netip.AddrPort
 	remoteSet  bool
-	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
-	logged     bool  // the log phase ran
-	done       bool  // finished: the connection went on (or is going) to the next request
+	declared   []declaredValue // the values of the configuration's declared variables (declared.go)
+	accessCode int16           // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
+	logged     bool            // the log phase ran
+	done       bool            // finished: the connection went on (or is going) to the next request
 	headerSent bool
 
 	body          BodyKind
@@ -87,6 +89,9 @@ func (r *Request) Head() *http1.Request { return &r.req }
 // RawHead is the request head as it arrived.
 func (r *Request) RawHead() []byte {
 	c := r.c
+	if c.sub != nil {
+		return c.sub.main.RawHead()
+	}
 	if c.headLen > 0 && c.headLen <= len(c.in) {
 		return c.in[:c.headLen]
 	}
@@ -94,7 +99,7 @@ func (r *Request) RawHead() []byte {
 }
 
 // IsHEAD reports a HEAD request.
-func (r *Request) IsHEAD() bool { return string(r.req.Method()) == "HEAD" }
+func (r *Request) IsHEAD() bool { return string(r.req.Method()) == "HEAD" && r.c.sub == nil }
 
 // AsGET reports a request that goes on as GET without its body: after an error_page
 // redirect or ForceGET.
@@ -221,6 +226,25 @@ func (r *Request) abortPending() {
 // fields of an upstream response in headers_out across an internal redirect).
 func (r *Request) Carry(name, value []byte) {
 	r.carried = append(append(append(append(r.carried, name...), ": "...), value...), "\r\n"...)
+}
+
+// uncarry removes the carried fields called name.
+func (r *Request) uncarry(name string) {
+	b := r.carried
+	out := b[:0]
+	for len(b) > 0 {
+		end := bytes.Index(b, crlf)
+		if end < 0 {
+			end = len(b) - 2
+		}
+		line := b[:end+2]
+		b = b[end+2:]
+		if n := bytes.IndexByte(line, ':'); n >= 0 && http1.EqualFold(line[:n], name) {
+			continue
+		}
+		out = append(out, line...)
+	}
+	r.carried = out
 }
 
 // SetCarriedType sets the Content-Type the answer replacing this one takes when it

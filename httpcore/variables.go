@@ -21,6 +21,8 @@ type Variable struct {
 	Param func(rest string) string
 	// Get appends the value for r to dst. It must not allocate on the steady path.
 	Get func(dst []byte, r *Request, param string) []byte
+
+	index int // a declared variable's (declared.go)
 }
 
 // Variables is a registry: every module's variables by name.
@@ -82,7 +84,8 @@ func CompileTemplate(c *conf.Cursor, s string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.Compile(s)
+	d, _ := c.Config.MainConf(Module).(*declared)
+	return v.compile(s, d)
 }
 
 // part is a piece of a template: literal text, or a variable with its parameter
@@ -101,7 +104,10 @@ type Template struct {
 
 // Compile parses "$name" and "${name}" references; "$" followed by anything else is
 // literal, as in nginx. An unknown variable is an error.
-func (v *Variables) Compile(s string) (*Template, error) {
+func (v *Variables) Compile(s string) (*Template, error) { return v.compile(s, nil) }
+
+// compile is Compile with the configuration's declared variables, if any.
+func (v *Variables) compile(s string, d *declared) (*Template, error) {
 	t := &Template{raw: s}
 	lit := strings.Builder{}
 	flush := func() {
@@ -136,6 +142,11 @@ func (v *Variables) Compile(s string) (*Template, error) {
 			i = j - 1
 		}
 		p, err := v.lookup(name)
+		if err != nil && d != nil {
+			if dv := d.byName[strings.ToLower(name)]; dv != nil {
+				p, err = part{v: dv}, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ var coreVariables = []Variable{
 		// $http_user_agent names User-Agent: underscores stand for dashes.
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) }},
+	{Name: "sent_http_", Prefix: true, Param: headerParam, Get: appendSentHeader},
 	{Name: "cookie_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
 		return append(dst, cookieValue(r.headerValue("cookie"), name)...)
 	}},
@@ -282,4 +283,23 @@ func AppendPort(dst []byte, a netip.AddrPort) []byte {
 		return dst
 	}
 	return strconv.AppendUint(dst, uint64(a.Port()), 10)
+}
+
+// headerParam turns the NAME of a header variable into the field name: underscores
+// stand for dashes, any case.
+func headerParam(rest string) string { return strings.ReplaceAll(strings.ToLower(rest), "_", "-") }
+
+// appendSentHeader is $sent_http_NAME: the first response field called name, as the
+// handler and the header filters made the head (nginx's headers_out);
+// Content-Length is the body's length when it is known.
+func appendSentHeader(dst []byte, r *Request, name string) []byte {
+	h := &r.out
+	if name == "content-length" && r.headerSent {
+		if h.ContentLength >= 0 {
+			return strconv.AppendInt(dst, h.ContentLength, 10)
+		}
+		return dst
+	}
+	v, _ := h.Get(name)
+	return append(dst, v...)
 }

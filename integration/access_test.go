@@ -298,3 +298,133 @@ server { listen ` + a[0] + `;
 		return out
 	})
 }
+
+// ssoBackend is an SSO service for auth_request: it answers by the X-Token field
+// of the request it checks, and records what it received.
+func ssoBackend(t *testing.T) *backend {
+	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("X-Token") {
+		case "ok":
+			w.Header().Set("X-User", "alice")
+			w.Header().Set("X-Groups", "admin,dev")
+			io.WriteString(w, "a body nobody reads")
+		case "nocontent":
+			w.WriteHeader(204)
+		case "deny":
+			w.WriteHeader(403)
+		case "login":
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sso"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="other"`)
+			w.WriteHeader(401)
+		case "login-bare":
+			w.WriteHeader(401)
+		case "redirect":
+			w.Header().Set("Location", "http://sso.example/login")
+			w.WriteHeader(302)
+		case "teapot":
+			w.WriteHeader(418)
+		default:
+			w.WriteHeader(500)
+		}
+	})
+}
+
+// TestAuthRequestAgainstNginx: auth_request through an internal location proxied to
+// an SSO service: 2xx allows (with auth_request_set values passed upstream), 401
+// passes the SSO's WWW-Authenticate through, 403 passes, anything else is 500; an
+// unreachable SSO and a missing location are 500; the location cannot be asked for
+// directly; a POST's body goes to the application and not to the SSO; satisfy any
+// and all with allow/deny and auth_basic. What the SSO and the application saw is
+// compared too.
+func TestAuthRequestAgainstNginx(t *testing.T) {
+	file, _ := htpasswdFixture(t)
+	sso := ssoBackend(t)
+	app := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "app %s %s user=%q groups=%q status=%q", r.Method, r.RequestURI,
+			r.Header.Get("X-User"), r.Header.Get("X-Groups"), r.Header.Get("X-Auth-Status"))
+	})
+	dead := addrFor(t) // nothing listens there
+	conf := func(a []string) string {
+		return `
+set_real_ip_from 127.0.0.1;
+server { listen ` + a[0] + `;
+	location = /auth { internal; proxy_pass http://` + sso.Addr + `/check;
+		proxy_pass_request_body off; proxy_set_header Content-Length "";
+		proxy_set_header X-Original-URI $request_uri; proxy_set_header X-Original-Method $request_method; }
+	location = /auth-dead { internal; proxy_pass http://` + dead + `; }
+	location / { auth_request /auth;
+		auth_request_set $user $upstream_http_x_user; auth_request_set $groups $upstream_http_x_groups;
+		auth_request_set $auth_status $upstream_status;
+		proxy_set_header X-User $user; proxy_set_header X-Groups $groups; proxy_set_header X-Auth-Status $auth_status;
+		proxy_pass http://` + app.Addr + `; }
+	location /off { auth_request off; proxy_pass http://` + app.Addr + `; }
+	location /dead { auth_request /auth-dead; proxy_pass http://` + app.Addr + `; }
+	location /missing { auth_request /nowhere; proxy_pass http://` + app.Addr + `; }
+	location /any { satisfy any; allow 10.0.0.0/8; deny all; auth_request /auth; proxy_pass http://` + app.Addr + `; }
+	location /all { allow 10.0.0.0/8; deny all; auth_request /auth; proxy_pass http://` + app.Addr + `; }
+	location /basic-any { satisfy any; auth_basic "r"; auth_basic_user_file ` + file + `; auth_request /auth; proxy_pass http://` + app.Addr + `; }
+	location /basic-all { auth_basic "r"; auth_basic_user_file ` + file + `; auth_request /auth; proxy_pass http://` + app.Addr + `; }
+}
+server { listen ` + a[1] + `;
+	location = /auth { internal; return 204; }
+	location = /auth403 { internal; return 403; }
+	location /a { auth_request /auth; proxy_pass http://` + app.Addr + `; }
+	location /b { auth_request /auth403; proxy_pass http://` + app.Addr + `; }
+}`
+	}
+	tokens := []string{"", "ok", "nocontent", "deny", "login", "login-bare", "redirect", "teapot", "err"}
+	type tc struct {
+		server int
+		req    string
+	}
+	var cases []tc
+	for _, tok := range tokens {
+		f := ""
+		if tok != "" {
+			f = "X-Token: " + tok + "\r\n"
+		}
+		cases = append(cases, tc{0, "GET /page?x=1 HTTP/1.0\r\nHost: x\r\n" + f + "\r\n"},
+			tc{0, "POST /form HTTP/1.0\r\nHost: x\r\nContent-Length: 5\r\n" + f + "\r\nhello"},
+			tc{0, "HEAD /page HTTP/1.0\r\nHost: x\r\n" + f + "\r\n"})
+		for _, p := range []string{"/any", "/all"} {
+			for _, from := range []string{"", "X-Real-IP: 10.0.0.1\r\n"} {
+				cases = append(cases, tc{0, "GET " + p + " HTTP/1.0\r\nHost: x\r\n" + f + from + "\r\n"})
+			}
+		}
+		for _, p := range []string{"/basic-any", "/basic-all"} {
+			for _, auth := range []string{"", basicAuth("plain", "pw-plain"), basicAuth("plain", "bad")} {
+				cases = append(cases, tc{0, "GET " + p + " HTTP/1.0\r\nHost: x\r\n" + f + auth + "\r\n"})
+			}
+		}
+	}
+	for _, p := range []string{"/auth", "/off", "/dead", "/missing"} {
+		cases = append(cases, tc{0, "GET " + p + " HTTP/1.0\r\nHost: x\r\nX-Token: ok\r\n\r\n"})
+	}
+	cases = append(cases, tc{1, "GET /a HTTP/1.0\r\nHost: x\r\n\r\n"}, tc{1, "GET /b HTTP/1.0\r\nHost: x\r\n\r\n"},
+		tc{1, "GET /auth HTTP/1.0\r\nHost: x\r\n\r\n"})
+	differential(t, 2, conf, func(name string, addrs []string) map[string]string {
+		out := map[string]string{}
+		for i, c := range cases {
+			sso.reset()
+			app.reset()
+			raw := exchangeRaw(t, addrs[c.server], c.req)
+			k := fmt.Sprintf("%03d %q", i, c.req)
+			out[k] = answer(raw, "WWW-Authenticate", "Location", "X-User")
+			for _, s := range sso.requests() {
+				out[k] += fmt.Sprintf("\nsso saw %s %s orig=%q/%q cl=%q te=%q body=%q", s.Method, s.URI,
+					s.Header.Get("X-Original-Method"), s.Header.Get("X-Original-URI"), s.Header.Get("Content-Length"), s.TE, s.Body)
+			}
+			for _, s := range app.requests() {
+				out[k] += fmt.Sprintf("\napp saw %s %s body=%q", s.Method, s.URI, s.Body)
+			}
+		}
+		// The table must reach the cases that matter.
+		for _, want := range []string{`app GET /page?x=1 user="alice" groups="admin,dev" status="200"`, `app POST /form user="alice"`,
+			`body="hello"`, "401 Unauthorized\nWww-Authenticate: Bearer", "403 Forbidden", "500 Internal", "404 Not Found"} {
+			if !strings.Contains(fmt.Sprint(out), want) {
+				t.Errorf("%s: no answer has %q", name, want)
+			}
+		}
+		return out
+	})
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/numaproxy/numaproxy/access"
 	"github.com/numaproxy/numaproxy/authbasic"
+	"github.com/numaproxy/numaproxy/authrequest"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -20,4 +21,4 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module, authrequest.Module, proxy.Module, headers.Module, tls.Module)
