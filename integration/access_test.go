@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -427,4 +428,63 @@ server { listen ` + a[1] + `;
 		}
 		return out
 	})
+}
+
+// TestAuthRequestClientGoneAndPipelined: a client that closes while its auth
+// subrequest waits for a slow SSO leaves no trace (the subrequest and its upstream
+// connection end, the loop serves on); a request whose subrequest waits while the
+// client pipelines a head large enough to move the connection's input keeps its
+// fields for auth_request_set (the subrequest reads the parent's head).
+func TestAuthRequestClientGoneAndPipelined(t *testing.T) {
+	release := make(chan struct{})
+	var ssoConns atomic.Int64
+	sso := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Token") == "slow" {
+			select {
+			case <-release:
+			case <-time.After(3 * time.Second):
+			}
+		}
+		w.Header().Set("X-User", "u-"+r.Header.Get("X-Token"))
+	})
+	sso.srv.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			ssoConns.Add(1)
+		}
+	}
+	app := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s tok=%s", r.Header.Get("X-User"), r.Header.Get("X-Tok"))
+	})
+	addr := addrFor(t)
+	in := startHTTP(t, `server { listen `+addr+`;
+	location = /auth { internal; proxy_pass http://`+sso.Addr+`; proxy_read_timeout 10s; }
+	location / { auth_request /auth; auth_request_set $user $upstream_http_x_user; auth_request_set $tok $http_x_token;
+		proxy_set_header X-User $user; proxy_set_header X-Tok $tok; proxy_pass http://`+app.Addr+`; } }`, addr)
+
+	// The client goes while the SSO thinks.
+	c := dial(t, addr)
+	io.WriteString(c, "GET /gone HTTP/1.1\r\nHost: x\r\nX-Token: slow\r\n\r\n")
+	waitFor(t, "the SSO to get the check", 5*time.Second, func() bool { return sso.count() == 1 })
+	c.Close()
+	waitFor(t, "the subrequest's upstream connection to close", 5*time.Second, func() bool { return ssoConns.Load() == 1 })
+	if app.count() != 0 {
+		t.Fatalf("the application got %d requests of a client that went", app.count())
+	}
+
+	// A slow check while the client pipelines a large head behind its request.
+	sso.reset()
+	cl := newClient(t, addr)
+	big := strings.Repeat("b", 6000)
+	cl.send("GET /first HTTP/1.1\r\nHost: x\r\nX-Token: slow\r\n\r\n")
+	waitFor(t, "the SSO to get the check", 5*time.Second, func() bool { return sso.count() == 1 })
+	cl.send("GET /second HTTP/1.1\r\nHost: x\r\nX-Token: fast\r\nX-Big: " + big + "\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the pipelined head is read while the check waits
+	close(release)
+	for _, want := range []string{"user=u-slow tok=slow", "user=u-fast tok=fast"} {
+		resp, body := cl.read("GET")
+		if resp.StatusCode != 200 || body != want {
+			t.Fatalf("%d %q, want %q", resp.StatusCode, body, want)
+		}
+	}
+	in.checkNoPanic()
 }
