@@ -10,6 +10,8 @@
 package access
 
 import (
+	"context"
+	"log/slog"
 	"net/netip"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -126,8 +128,8 @@ func handle(r *httpcore.Request) httpcore.Status {
 			if !rl.deny {
 				return httpcore.OK
 			}
-			if !r.CoreConf().SatisfyAny {
-				r.Log().Error("access forbidden by rule", "client", r.RemoteAddr().String())
+			if log := r.Log(); !r.CoreConf().SatisfyAny && log.Enabled(context.Background(), slog.LevelError) {
+				log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
 			}
 			return 403
 		}

@@ -1,5 +1,10 @@
 package httpcore
 
+import (
+	"context"
+	"log/slog"
+)
+
 // RunPhases runs the request through the phases from where it stands, as
 // ngx_http_core_run_phases: each handler of a phase in turn until one takes the
 // request, answers it or waits. A handler that returned Again calls it to go on.
@@ -38,7 +43,7 @@ func (r *Request) RunPhases() {
 				// satisfy any, and no handler allowed: the 401 if one asked for
 				// credentials, else the 403 (nginx's post-access phase).
 				r.accessCode = 0
-				if code == 403 {
+				if code == 403 && c.w.log.Enabled(context.Background(), slog.LevelError) {
 					c.w.log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
 				}
 				r.phase = len(e)

@@ -66,7 +66,7 @@ func (c *conn) respondStatus(code int) {
 	if c.errorPage(code) {
 		return
 	}
-	c.respond(code, textHTML, c.appendErrorPage(nil, code), nil)
+	c.respond(code, textHTML, c.errorPageText(code), nil)
 }
 
 // statusCloses is nginx's list of errors after which a connection does not carry
@@ -84,14 +84,35 @@ func (c *conn) appendErrorPage(dst []byte, code int) []byte {
 	if code < 300 {
 		return dst
 	}
-	title := strconv.Itoa(wireStatus(code)) + " " + pageTitle(code)
+	title := func(dst []byte) []byte {
+		dst = strconv.AppendInt(dst, int64(wireStatus(code)), 10)
+		return append(append(dst, ' '), pageTitle(code)...)
+	}
 	dst = append(dst, "<html>\r\n<head><title>"...)
-	dst = append(dst, title...)
+	dst = title(dst)
 	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
-	dst = append(dst, title...)
+	dst = title(dst)
 	dst = append(dst, "</h1></center>\r\n<hr><center>"...)
-	dst = append(dst, c.serverToken()...)
+	dst = append(dst, "numaproxy"...)
+	if c.lcf.ServerTokens {
+		dst = append(append(dst, '/'), Version...)
+	}
 	return append(dst, "</center>\r\n</body>\r\n</html>\r\n"...)
+}
+
+// errorPageText is the built-in page for code in the worker's page buffer.
+func (c *conn) errorPageText(code int) []byte { return c.keepPage(c.appendErrorPage(c.page(), code)) }
+
+// page is the worker's buffer for a built-in page: respond sends it before it
+// returns (what the socket does not take is copied), so one buffer serves all.
+func (c *conn) page() []byte { return c.w.page[:0] }
+
+// keepPage keeps the grown page buffer for the next page.
+func (c *conn) keepPage(b []byte) []byte {
+	if cap(b) > cap(c.w.page) {
+		c.w.page = b[:0]
+	}
+	return b
 }
 
 func (c *conn) serverToken() string {
@@ -126,7 +147,7 @@ func (c *conn) errorPage(code int) bool {
 			if isRedirect(ep.Status) {
 				status = ep.Status
 			}
-			c.respond(status, textHTML, c.appendErrorPage(nil, status), []byte(ep.Target))
+			c.respond(status, textHTML, c.errorPageText(status), []byte(ep.Target))
 			return true
 		}
 		switch ep.Status {
@@ -216,7 +237,7 @@ func setURI[T string | []byte](r *Request, path, args T) {
 func (c *conn) serverError() {
 	c.forceStatus = 0
 	c.keepAlive = false // as nginx after a 500
-	c.respond(500, textHTML, c.appendErrorPage(nil, 500), nil)
+	c.respond(500, textHTML, c.errorPageText(500), nil)
 }
 
 var (
@@ -272,7 +293,7 @@ func (c *conn) respondAutoRedirect() {
 	if q, ok := c.req.Query(); ok {
 		loc = append(append(loc, '?'), q...)
 	}
-	c.respond(301, textHTML, c.appendErrorPage(nil, 301), loc)
+	c.respond(301, textHTML, c.errorPageText(301), loc)
 }
 
 // The answers a handler gives itself. Each finishes the request (or, when a request
@@ -290,7 +311,7 @@ func (r *Request) SendPage(code int, location []byte) {
 	if code >= 300 && c.errorPage(code) {
 		return
 	}
-	c.respond(code, textHTML, c.appendErrorPage(nil, code), location)
+	c.respond(code, textHTML, c.errorPageText(code), location)
 }
 
 // SendText answers code with text as the body, of contentType (empty: text/plain),

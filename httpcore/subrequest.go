@@ -27,7 +27,23 @@ type subState struct {
 	main     *conn // the client connection
 	hooks    SubrequestHooks
 	canceled bool
+	sock     subSocket
 }
+
+// takeSubConn is a subrequest connection from the worker's free list (they are
+// reused: a request that checks every time costs no allocation).
+func (w *Worker) takeSubConn() *conn {
+	if n := len(w.freeSubs); n > 0 {
+		sc := w.freeSubs[n-1]
+		w.freeSubs[n-1] = nil
+		w.freeSubs = w.freeSubs[:n-1]
+		return sc
+	}
+	return &conn{sub: &subState{}}
+}
+
+// maxFreeSubs bounds the subrequest connections a worker keeps for reuse.
+const maxFreeSubs = 256
 
 // SubrequestHooks are how a module hears of its subrequest.
 type SubrequestHooks struct {
@@ -48,12 +64,14 @@ type SubrequestHooks struct {
 // the subrequests of a client connection that closes.
 func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	c := r.c
-	sc := &conn{w: c.w, id: c.id, local: c.local, remote: c.remote, state: csWait, requests: c.requests,
-		srvConf: c.srvConf, lcf: c.srvConf}
-	sc.conn = subSocket{main: c.conn}
-	sc.sub = &subState{parent: r, main: c, hooks: h}
+	sc := c.w.takeSubConn()
+	st := sc.sub
+	*sc = conn{w: c.w, id: c.id, local: c.local, remote: c.remote, state: csWait, requests: c.requests,
+		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
+	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{main: c.conn}}
+	sc.conn = &st.sock
 	if c.sub != nil {
-		sc.sub.main = c.sub.main
+		st.main = c.sub.main
 	}
 	sc.takeRequest()
 	sr := sc.Request
@@ -122,11 +140,16 @@ func (c *conn) endSub() {
 			break
 		}
 	}
-	if len(m.subs) == 0 {
-		m.subs = nil
+	done := s.hooks.Done
+	if s.canceled {
+		done = nil
 	}
-	if !s.canceled && s.hooks.Done != nil {
-		s.hooks.Done(status)
+	*s = subState{}
+	if w := c.w; len(w.freeSubs) < maxFreeSubs {
+		w.freeSubs = append(w.freeSubs, c) // c is not touched after this
+	}
+	if done != nil {
+		done(status)
 	}
 }
 
@@ -145,28 +168,28 @@ func (c *conn) keepSubsInStep() {
 // addresses.
 type subSocket struct{ main eventloop.Conn }
 
-func (s subSocket) Write(p []byte) (int, error) { return len(p), nil }
-func (s subSocket) Writev(bufs [][]byte) (int, error) {
+func (s *subSocket) Write(p []byte) (int, error) { return len(p), nil }
+func (s *subSocket) Writev(bufs [][]byte) (int, error) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
 	return n, nil
 }
-func (s subSocket) CloseWrite()                          {}
-func (s subSocket) WriteFile(fd int, off, n int64) error { return nil }
-func (s subSocket) SetSendfile(on bool, maxChunk int)    {}
-func (s subSocket) Close() error                         { return nil }
-func (s subSocket) PauseRead()                           {}
-func (s subSocket) ResumeRead()                          {}
-func (s subSocket) SetIdle(idle bool)                    {}
-func (s subSocket) SetTimeout(d time.Duration)           {}
-func (s subSocket) Queued() int                          { return 0 }
-func (s subSocket) SetWriteTimeout(d time.Duration)      {}
-func (s subSocket) SetWriteWatermarks(high, low int)     {}
-func (s subSocket) Fd() int                              { return s.main.Fd() }
-func (s subSocket) LocalAddr() netip.AddrPort            { return s.main.LocalAddr() }
-func (s subSocket) RemoteAddr() netip.AddrPort           { return s.main.RemoteAddr() }
-func (s subSocket) Context() any                         { return nil }
-func (s subSocket) SetContext(v any)                     {}
-func (s subSocket) Loop() *eventloop.Loop                { return s.main.Loop() }
+func (s *subSocket) CloseWrite()                          {}
+func (s *subSocket) WriteFile(fd int, off, n int64) error { return nil }
+func (s *subSocket) SetSendfile(on bool, maxChunk int)    {}
+func (s *subSocket) Close() error                         { return nil }
+func (s *subSocket) PauseRead()                           {}
+func (s *subSocket) ResumeRead()                          {}
+func (s *subSocket) SetIdle(idle bool)                    {}
+func (s *subSocket) SetTimeout(d time.Duration)           {}
+func (s *subSocket) Queued() int                          { return 0 }
+func (s *subSocket) SetWriteTimeout(d time.Duration)      {}
+func (s *subSocket) SetWriteWatermarks(high, low int)     {}
+func (s *subSocket) Fd() int                              { return s.main.Fd() }
+func (s *subSocket) LocalAddr() netip.AddrPort            { return s.main.LocalAddr() }
+func (s *subSocket) RemoteAddr() netip.AddrPort           { return s.main.RemoteAddr() }
+func (s *subSocket) Context() any                         { return nil }
+func (s *subSocket) SetContext(v any)                     {}
+func (s *subSocket) Loop() *eventloop.Loop                { return s.main.Loop() }

@@ -117,15 +117,13 @@ func ParseAddrPort(b []byte) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(a, uint16(n)), true
 }
 
-// parseAddrBytes is ParseAddr without allocating for the string (an address is at
-// most 45 bytes: it goes through a stack buffer).
+// parseAddrBytes is ParseAddr on bytes, without a copy: the parse keeps nothing of
+// them (a zone, which netip would keep, is refused first).
 func parseAddrBytes(b []byte) (netip.Addr, bool) {
-	if len(b) == 0 || len(b) > 64 {
+	if len(b) == 0 {
 		return netip.Addr{}, false
 	}
-	var buf [64]byte
-	n := copy(buf[:], b)
-	return ParseAddr(unsafeString(buf[:n]))
+	return ParseAddr(unsafeString(b))
 }
 
 func indexByte(b []byte, c byte) int {
