@@ -121,6 +121,10 @@ type attempt struct {
 	state   attemptState
 	aborted bool
 	doneFn  func(*Attempt)
+
+	// With variables: the request's configuration and the buffers it is made in.
+	dyn                             LocConf
+	realm, challenge, path, scratch []byte
 }
 
 type attemptState uint8
@@ -141,7 +145,7 @@ func handle(r *httpcore.Request) httpcore.Status {
 	switch {
 	case at != nil && at.state == ready && at.r == r:
 		at.state = idle
-		return at.status(lc)
+		return at.status(at.a.lc) // the configuration it was checked with
 	case at == nil || at.state != idle:
 		// The first, or the last one is still with a checker for a request that
 		// went away: it keeps it until its answer.
@@ -149,10 +153,16 @@ func handle(r *httpcore.Request) httpcore.Status {
 		at.doneFn = at.done
 		r.SetCtx(key, at)
 	}
+	at.r, at.aborted = r, false
+	if lc.RealmVar != nil || lc.FileVar != nil {
+		var st httpcore.Status
+		if lc, st = at.evaluate(lc); lc == nil {
+			return st
+		}
+	}
 	if lc.File.logger() == nil {
 		lc.File.log.CompareAndSwap(nil, r.Log())
 	}
-	at.r, at.aborted = r, false
 	authz, _ := r.Head().Headers.Get("authorization")
 	if at.r.Worker().State(key).(*loopState).check().Check(&at.a, lc, authz, at.doneFn) == Pending {
 		at.state = waiting
@@ -160,6 +170,42 @@ func handle(r *httpcore.Request) httpcore.Status {
 		return httpcore.Again
 	}
 	return at.status(lc)
+}
+
+// evaluate makes the request's own configuration from auth_basic and
+// auth_basic_user_file with variables, in the attempt (where it stays while the
+// check is pending). A realm that comes out "off" declines; a path past
+// maxDynamicFiles is 500.
+func (at *attempt) evaluate(lc *LocConf) (*LocConf, httpcore.Status) {
+	r := at.r
+	at.dyn = *lc
+	if lc.RealmVar != nil {
+		at.realm = lc.RealmVar.Append(at.realm[:0], r)
+		if string(at.realm) == "off" {
+			return nil, httpcore.Declined
+		}
+		// A realm from variables may hold what a client sent: control characters
+		// are escaped so that it cannot end the header (nginx copies it as it is).
+		b := append(at.challenge[:0], `Basic realm="`...)
+		b = httpcore.EscapeControls(append(b, at.realm...), len(`Basic realm="`))
+		at.challenge = append(b, '"')
+		at.dyn.Challenge = at.challenge
+	}
+	if lc.FileVar != nil {
+		at.scratch = lc.FileVar.Append(at.scratch[:0], r)
+		at.path = at.path[:0]
+		if v := at.scratch; len(v) == 0 || v[0] != '/' {
+			at.path = append(at.path, lc.fileDir...) // relative: from the configuration's folder
+		}
+		at.path = append(at.path, at.scratch...)
+		f := MainConfOf(r.Snapshot().Config).dynamicFile(at.path)
+		if f == nil {
+			r.Log().Error("auth_basic_user_file: too many user files named by variables", "client", r.RemoteAddr().String())
+			return nil, 500
+		}
+		at.dyn.File = f
+	}
+	return &at.dyn, 0
 }
 
 // done runs on the loop with the answer of a pending check.

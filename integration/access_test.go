@@ -488,3 +488,45 @@ func TestAuthRequestClientGoneAndPipelined(t *testing.T) {
 	}
 	in.checkNoPanic()
 }
+
+// TestAuthBasicVariablesAgainstNginx: auth_basic and auth_basic_user_file with
+// variables: a realm from a request field (and "off" from one), a user file chosen
+// by an argument, a missing one.
+func TestAuthBasicVariablesAgainstNginx(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"one": "ann:{PLAIN}one\n", "two": "ann:{PLAIN}two\nbob:{SHA}G5zynyVKZeHPqXetqic75L7ZkrM=\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBackend(t, nil)
+	pass := "proxy_pass http://" + b.Addr + ";"
+	conf := func(a []string) string {
+		return `
+server { listen ` + a[0] + `;
+	location /realm { auth_basic "realm of $http_x_realm"; auth_basic_user_file ` + dir + `/one; ` + pass + ` }
+	location /maybe { auth_basic $http_x_realm; auth_basic_user_file ` + dir + `/one; ` + pass + ` }
+	location /file { auth_basic "files"; auth_basic_user_file ` + dir + `/$arg_f; ` + pass + ` }
+}`
+	}
+	var reqs []string
+	for _, p := range []string{"/realm", "/maybe", "/file?f=one", "/file?f=two", "/file?f=none", "/file"} {
+		for _, f := range []string{"", "X-Realm: inner\r\n", "X-Realm: off\r\n", "X-Realm: a\"b\r\n"} {
+			for _, auth := range []string{"", basicAuth("ann", "one"), basicAuth("ann", "two"), basicAuth("bob", "pw-sha")} {
+				reqs = append(reqs, "GET "+p+" HTTP/1.0\r\nHost: x\r\n"+f+auth+"\r\n")
+			}
+		}
+	}
+	differential(t, 1, conf, func(name string, addrs []string) map[string]string {
+		out := map[string]string{}
+		for _, req := range reqs {
+			out[fmt.Sprintf("%q", req)] = answer(exchangeRaw(t, addrs[0], req), "WWW-Authenticate")
+		}
+		for _, want := range []string{`realm="realm of inner"`, `realm="a"b"`, "200 OK", "403 Forbidden"} {
+			if !strings.Contains(fmt.Sprint(out), want) {
+				t.Errorf("%s: no answer has %q", name, want)
+			}
+		}
+		return out
+	})
+}
