@@ -271,6 +271,10 @@ server { listen ` + a[0] + `;
 	location /any { satisfy any; allow 10.0.0.0/8; deny all; ` + pass + ` }
 	location /anyerr { satisfy any; deny all; auth_basic_user_file ` + file + `.missing; ` + pass + ` }
 	location /anyonly { satisfy any; ` + pass + ` }
+	location /ep { error_page 401 /please; error_page 403 =200 /forbidden; ` + pass + ` }
+	location /ep-deny { deny all; error_page 403 =200 /forbidden; ` + pass + ` }
+	location = /please { auth_basic off; return 200 "please log in"; }
+	location = /forbidden { auth_basic off; return 200 "not for you"; }
 }`
 	}
 	type tc struct{ path, fields string }
@@ -278,7 +282,7 @@ server { listen ` + a[0] + `;
 	for u, pw := range users {
 		cases = append(cases, tc{"/", basicAuth(u, pw)}, tc{"/", basicAuth(u, pw+"x")})
 	}
-	for _, p := range []string{"/", "/own", "/off", "/missing", "/all", "/any", "/anyerr", "/anyonly"} {
+	for _, p := range []string{"/", "/own", "/off", "/missing", "/all", "/any", "/anyerr", "/anyonly", "/ep", "/ep-deny"} {
 		for _, from := range []string{"", "X-Real-IP: 10.1.1.1\r\n"} {
 			for _, auth := range []string{"", basicAuth("plain", "pw-plain"), basicAuth("plain", "nope"),
 				basicAuth("nobody", "x"), "Authorization: Basic !!!\r\n", "Authorization: Bearer x\r\n",
