@@ -196,4 +196,3 @@ func rawUpstream(tb testing.TB, response string) string {
 	}()
 	return ln.Addr().String()
 }
-
