@@ -397,7 +397,7 @@ server { listen ` + a[1] + `;
 			}
 		}
 		for _, p := range []string{"/basic-any", "/basic-all"} {
-			for _, auth := range []string{"", basicAuth("plain", "pw-plain"), basicAuth("plain", "bad")} {
+			for _, auth := range []string{"", basicAuth("plain", "pw-plain"), basicAuth("plain", "bad"), basicAuth("bcrypt-2y", "pw-bcrypt-2y")} {
 				cases = append(cases, tc{0, "GET " + p + " HTTP/1.0\r\nHost: x\r\n" + f + auth + "\r\n"})
 			}
 		}
