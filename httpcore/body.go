@@ -215,14 +215,14 @@ func (c *conn) spill(p []byte) bool {
 		dir := c.lcf.ClientBodyTemp.Dir
 		f, err := openBodyFile(dir)
 		if err != nil {
-			c.w.log.Error(err.Error(), "client", c.remote.String())
+			c.w.log.Error(err.Error(), "client", c.RemoteAddr().String())
 			return c.bodyFailed()
 		}
 		c.spool = f
-		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
+		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.RemoteAddr().String())
 	}
 	if err := c.spool.write(p); err != nil {
-		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
+		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.RemoteAddr().String())
 		return c.bodyFailed()
 	}
 	return true

@@ -473,7 +473,7 @@ func (c *conn) onTimeout() {
 	case csBody:
 		// The client stopped sending: as nginx, the connection closes without an
 		// answer (nginx's 408 goes only to its log) and without lingering.
-		c.w.log.Info("client timed out while reading client request body", "client", c.remote.String())
+		c.w.log.Info("client timed out while reading client request body", "client", c.RemoteAddr().String())
 		c.abortBody()
 		c.keepAlive = false
 		c.closeAfterFlush()

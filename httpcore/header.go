@@ -301,7 +301,7 @@ func (r *Request) writeBody(o *Out) {
 			r.write(iov)
 			iov = r.iov[:0]
 			if err := c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN); err != nil {
-				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.remote.String())
+				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.RemoteAddr().String())
 				c.keepAlive = false
 				c.closeAfterFlush()
 				return

@@ -180,7 +180,7 @@ func (c *conn) internalRedirect(target string) {
 		}
 		loc := c.snap.Routes.Locations(c.srv).Named(target)
 		if loc == nil {
-			c.w.log.Error("could not find named location \""+target+"\"", "client", c.remote.String())
+			c.w.log.Error("could not find named location \""+target+"\"", "client", c.RemoteAddr().String())
 			c.serverError()
 			return
 		}
@@ -212,7 +212,7 @@ func (c *conn) redirectCycle(target string) bool {
 	if c.redirects <= maxURIChanges {
 		return false
 	}
-	c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.remote.String())
+	c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.RemoteAddr().String())
 	c.serverError()
 	return true
 }
