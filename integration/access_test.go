@@ -256,11 +256,12 @@ func basicAuth(user, pw string) string {
 // a missing file, and satisfy all/any with allow/deny (clients from X-Real-IP).
 func TestAuthBasicAgainstNginx(t *testing.T) {
 	file, users := htpasswdFixture(t)
-	b := newBackend(t, nil)
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "user=%q", r.Header.Get("X-Remote-User")) })
 	pass := "proxy_pass http://" + b.Addr + ";"
 	conf := func(a []string) string {
 		return `
 set_real_ip_from 127.0.0.1;
+proxy_set_header X-Remote-User $remote_user;
 server { listen ` + a[0] + `;
 	auth_basic "Server realm"; auth_basic_user_file ` + file + `;
 	location / { ` + pass + ` }
@@ -296,6 +297,9 @@ server { listen ` + a[0] + `;
 		for _, c := range cases {
 			raw := exchangeRaw(t, addrs[0], "GET "+c.path+" HTTP/1.0\r\nHost: x\r\n"+c.fields+"\r\n")
 			out[c.path+" "+strings.TrimSpace(c.fields)] = answer(raw, "WWW-Authenticate")
+		}
+		if !strings.Contains(fmt.Sprint(out), `user="plain"`) {
+			t.Errorf("%s: no request passed $remote_user", name)
 		}
 		if n := strings.Count(fmt.Sprint(out), "200 OK"); n < 30 || n > len(out)-30 {
 			t.Errorf("%s: %d of %d requests allowed: the table tests little", name, n, len(out))
