@@ -6,7 +6,7 @@
 // the slow ones off the event loops. nginx_test.go compares its answers with Debian's
 // nginx, request by request.
 //
-// How the core uses it:
+// How the core uses it (http.go does this; the list is for the core's side):
 //
 //   - per NUMA domain, at start: v, _ := NewVerifier(VerifierConfig{CPUs: domain.CPUs,
 //     Nice: 10}); per loop: c := NewChecker(loop, v). Verifiers outlive reloads.
@@ -44,9 +44,13 @@
 //     line, and a warning when the file is read. For $2a$ hashes, the few passwords
 //     for which crypt_blowfish applies its anti-collision countermeasure (some with
 //     0xff bytes) never match, since x/crypto/bcrypt has no such mode.
-//   - auth_basic and auth_basic_user_file do not take variables yet; a realm with a
-//     line break is refused (nginx copies the realm into the header as it is, and so
-//     does numaproxy for quotes and backslashes).
+//   - a realm with a line break is refused (nginx copies the realm into the header
+//     as it is, and so does numaproxy for quotes and backslashes); a realm made by
+//     variables has its control characters percent-encoded.
+//   - a user file path made by variables names at most 1024 files per
+//     configuration (then 500 and an error line): a path built from what clients
+//     send must not grow the process without end. Each is read as the others: at
+//     its first use, then checked again at most once a second.
 //
 // NUMA: each Verifier's workers are locked OS threads pinned to its domain's CPUs,
 // and results go back through the submitting loop's task queue, so a check runs on

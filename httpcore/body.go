@@ -24,7 +24,7 @@ func (r *Request) BodyFraming() BodyKind {
 	req := &r.req
 	r.bodyTotal, r.contentLength = 0, 0
 	switch {
-	case r.internalGET:
+	case r.internalGET, r.c.sub != nil: // a subrequest has no body, as nginx's auth_request
 		r.body = BodyNone
 	case req.Chunked():
 		r.body = BodyChunked
@@ -215,14 +215,14 @@ func (c *conn) spill(p []byte) bool {
 		dir := c.lcf.ClientBodyTemp.Dir
 		f, err := openBodyFile(dir)
 		if err != nil {
-			c.w.log.Error(err.Error(), "client", c.remote.String())
+			c.w.log.Error(err.Error(), "client", c.RemoteAddr().String())
 			return c.bodyFailed()
 		}
 		c.spool = f
-		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.remote.String())
+		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.RemoteAddr().String())
 	}
 	if err := c.spool.write(p); err != nil {
-		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.remote.String())
+		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.RemoteAddr().String())
 		return c.bodyFailed()
 	}
 	return true

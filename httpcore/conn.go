@@ -74,6 +74,8 @@ type conn struct {
 	srvConf     *LocConf  // the server's config (the default server's until a request names one)
 	lcf         *LocConf  // the location's config, else srvConf
 	lingerUntil time.Time // csDiscard, csLinger: the end of lingering_time
+	sub         *subState // a subrequest's connection (subrequest.go); nil for a client's
+	subs        []*conn   // the subrequests running for this client connection's requests
 
 	*Request // nil while idle
 }
@@ -166,6 +168,7 @@ func (c *conn) keep(data []byte) {
 	c.inBuf, c.in = buf, buf[:n]
 	if c.Request != nil && c.req.Done() {
 		c.req.Parse(c.in) // the parsed head moved: point its fields at the new place
+		c.keepSubsInStep()
 	}
 }
 
@@ -277,6 +280,7 @@ func (c *conn) begin() {
 	r.limitRate, r.limitRateSet = 0, false
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
+	r.remoteSet, r.accessCode = false, 0
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
 	if a := r.snap.Routes.Addr(c.local); a != nil {
@@ -335,6 +339,10 @@ func (c *conn) handle() {
 // finish ends the current request: the connection goes idle for the next one (or on
 // to a pipelined request) or closes.
 func (c *conn) finish() {
+	if c.sub != nil {
+		c.endSub()
+		return
+	}
 	if c.state == csClosed {
 		c.release() // the end of a pending answer that outlived its client (ClientGone)
 		return
@@ -385,6 +393,10 @@ func (c *conn) finish() {
 // close ends the connection after what is queued is sent, lingering (linger.go)
 // when the client may still be sending.
 func (c *conn) close() {
+	if c.sub != nil {
+		c.endSub() // a subrequest that cannot finish its answer ends with what it has
+		return
+	}
 	if c.state == csClosed || c.state == csLinger {
 		return
 	}
@@ -397,6 +409,10 @@ func (c *conn) close() {
 
 // closeAfterFlush closes once what is queued is sent, reading no more.
 func (c *conn) closeAfterFlush() {
+	if c.sub != nil {
+		c.endSub()
+		return
+	}
 	if c.state == csClosed {
 		c.release() // the end of a pending answer that outlived its client (ClientGone)
 		return
@@ -409,6 +425,15 @@ func (c *conn) closeAfterFlush() {
 
 // release returns the connection's buffers to the pool.
 func (c *conn) release() {
+	for len(c.subs) > 0 {
+		// The client went: the subrequests its request waited for end unheard.
+		sc := c.subs[0]
+		sc.sub.canceled = true
+		sc.endSub()
+		if len(c.subs) > 0 && c.subs[0] == sc {
+			c.subs = c.subs[1:]
+		}
+	}
 	if c.Request != nil && c.pending != nil {
 		if c.state == csClosed && c.pending.ClientGone() {
 			return // it runs on, and calls Finish when it ends
@@ -477,7 +502,7 @@ func (c *conn) onTimeout() {
 	case csBody:
 		// The client stopped sending: as nginx, the connection closes without an
 		// answer (nginx's 408 goes only to its log) and without lingering.
-		c.w.log.Info("client timed out while reading client request body", "client", c.remote.String())
+		c.w.log.Info("client timed out while reading client request body", "client", c.RemoteAddr().String())
 		c.abortBody()
 		c.keepAlive = false
 		if c.lcf.ResetTimedout {

@@ -36,6 +36,32 @@
 // is a location of its own (conf.LocIf) that Request.EnterIf makes the request's;
 // when it has no content handler it takes its enclosing location's.
 //
+// # Access
+//
+// The access phase's handlers (allow/deny, auth_basic, auth_request) are combined
+// as nginx's access checker does, after the location's satisfy: with "all" each
+// handler that allows (OK) lets the next one check and the first refusal is the
+// answer; with "any" the first that allows ends the phase (a WWW-Authenticate an
+// earlier one carried is dropped) and refusals are kept, a 401 over a 403, for a
+// post-access step to answer when none allowed. A handler that waits returns Again
+// and sets a Pending, so that the core tells it when the client goes. Subrequests
+// skip the phase. The client address the handlers see is Request.RemoteAddr: the
+// connection's peer unless a post-read handler (realip) gave the request another
+// with SetRemoteAddr; PeerAddr stays the peer's.
+//
+// # Subrequests
+//
+// A module runs a location for a request with StartSubrequest (nginx's
+// ngx_http_subrequest, for auth_request): a request of its own on a connection that
+// is not a socket (subrequest.go), with the parent's head as GET and no body, its
+// own URI, location, phases from the server rewrite phase (access skipped) and
+// content handler, and every core path (error_page, internal redirects, a
+// content handler's Pending) working as for a client's request. What it would
+// send is dropped; SubrequestHooks.Header sees its response head while the
+// content handler's variables are valid, Done its end. A client that closes
+// cancels the subrequests of its request. A request that starts none pays
+// nothing, and the subrequest connections are reused by the worker.
+//
 // # Filters
 //
 // A response goes out through two chains (header.go). The handler fills the head

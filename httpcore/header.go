@@ -116,6 +116,16 @@ func (h *Header) Next(name string, from int) int {
 // Value is the value of field i (from Next).
 func (h *Header) Value(i int) []byte { return h.fields[i].value }
 
+// Field is the first field called name (any case), with its name as written.
+func (h *Header) Field(name string) (fieldName, value []byte, ok bool) {
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.deleted && http1.EqualFold(f.name, name) {
+			return f.name, f.value, true
+		}
+	}
+	return nil, nil, false
+}
+
 // Del removes every field called name (any case).
 func (h *Header) Del(name string) {
 	for i := range h.fields {
@@ -137,6 +147,9 @@ func (r *Request) SendHeader() {
 	r.status = h.Status
 	r.headerSent = true
 	r.snap.topHeader(r)
+	if s := r.c.sub; s != nil && s.hooks.Header != nil {
+		s.hooks.Header(r)
+	}
 }
 
 // writeHeader is the last header filter: the status line, Server, Date, the carried
@@ -404,7 +417,7 @@ func (r *Request) writeBody(o *Out) {
 			r.write(iov)
 			iov = r.iov[:0]
 			if err := c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN); err != nil {
-				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.remote.String())
+				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.RemoteAddr().String())
 				c.keepAlive = false
 				c.closeAfterFlush()
 				return

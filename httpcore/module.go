@@ -84,6 +84,12 @@ func directives() []conf.Directive {
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
+			Syntax: "internal;",
+			Doc:    "The location serves only internal requests (error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
+		{Name: "satisfy", Contexts: hsl, Args: conf.Args1, Set: setSatisfy,
+			Syntax: "satisfy all | any;", Default: "all",
+			Doc: "How the access phase's checks (allow/deny, auth_basic, auth_request) combine: all must allow, or any one allowing is enough (then the answer, when none allows, is 401 if one asked for credentials, else 403)."},
 		{Name: "underscores_in_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.UnderscoresInHeaders }, bitUnderscores),
 			Syntax: "underscores_in_headers on | off;", Default: "off",
 			Doc: "Keeps request header fields with underscores in their names. Off, a client's X_Forwarded_For cannot pose as X-Forwarded-For to a CGI or WSGI upstream, which maps both to HTTP_X_FORWARDED_FOR."},
@@ -150,6 +156,7 @@ type LocConf struct {
 	ResetTimedout        bool            // reset_timedout_connection
 	LimitRate            *Template       // nil: no limit_rate
 	LimitRateAfter       *Template       // nil: 0
+	SatisfyAny           bool // satisfy any
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
@@ -157,6 +164,9 @@ type LocConf struct {
 	// autoRedirect: a request for the location's path without its final "/" gets a
 	// 301 to it (nginx's clcf->auto_redirect, set by proxy_pass); not inherited.
 	autoRedirect bool
+
+	// internal: only internal requests may use the location (not inherited).
+	internal bool
 
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
@@ -191,6 +201,7 @@ const (
 	bitResetTimedout
 	bitLimitRate
 	bitLimitRateAfter
+	bitSatisfy
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -285,6 +296,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitResetTimedout, Take: func(c, p *LocConf) { c.ResetTimedout = p.ResetTimedout }},
 	{Bit: bitLimitRate, Take: func(c, p *LocConf) { c.LimitRate = p.LimitRate }},
 	{Bit: bitLimitRateAfter, Take: func(c, p *LocConf) { c.LimitRateAfter = p.LimitRateAfter }},
+	{Bit: bitSatisfy, Take: func(c, p *LocConf) { c.SatisfyAny = p.SatisfyAny }},
 }
 
 // HTTPConf is the core's config of the http block.
@@ -378,6 +390,25 @@ func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	lc.ClientMaxBodySize = n
 	lc.set |= bitClientMaxBody
+	return nil
+}
+
+func setInternal(c *conf.Cursor, s *conf.Stmt) error {
+	locConf(c).internal = true
+	return nil
+}
+
+func setSatisfy(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	switch strings.ToLower(s.Args[0].Value) { // nginx's enum values ignore case
+	case "all":
+		lc.SatisfyAny = false
+	case "any":
+		lc.SatisfyAny = true
+	default:
+		return s.InvalidValue(s.Args[0], `it must be "all" or "any"`)
+	}
+	lc.set |= bitSatisfy
 	return nil
 }
 

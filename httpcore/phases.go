@@ -1,5 +1,10 @@
 package httpcore
 
+import (
+	"context"
+	"log/slog"
+)
+
 // RunPhases runs the request through the phases from where it stands, as
 // ngx_http_core_run_phases: each handler of a phase in turn until one takes the
 // request, answers it or waits. A handler that returned Again calls it to go on.
@@ -46,13 +51,37 @@ func (r *Request) RunPhases() {
 			}
 			r.phase = next
 			continue
+		case stepPostAccess:
+			r.phase++
+			if code := int(r.accessCode); code != 0 {
+				// satisfy any, and no handler allowed: the 401 if one asked for
+				// credentials, else the 403 (nginx's post-access phase).
+				r.accessCode = 0
+				if code == 403 && c.w.log.Enabled(context.Background(), slog.LevelError) {
+					c.w.log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
+				}
+				r.phase = len(e)
+				r.finalize(Status(code))
+				return
+			}
+			continue
 		case stepNotFound:
 			r.phase = len(e)
 			r.finalize(404) // nothing serves this location (numaproxy has no static files yet)
 			return
 		}
 		i := r.phase
+		if ph.phase == AccessPhase && c.sub != nil {
+			r.phase = ph.next // a subrequest is not checked (nginx's access checker)
+			continue
+		}
 		rc := ph.h(r)
+		if ph.phase == AccessPhase {
+			if rc = r.access(rc); rc == Declined {
+				r.phase = i + 1
+				continue
+			}
+		}
 		switch {
 		case rc == Declined:
 			r.phase = i + 1
@@ -71,6 +100,33 @@ func (r *Request) RunPhases() {
 			return
 		}
 	}
+}
+
+// access is nginx's access phase checker between an access handler's rc and the
+// engine: with satisfy all a handler that allows lets the next one check (Declined
+// here); with satisfy any it ends the phase, and a 401 or 403 is kept (a 401 over a
+// 403) while the next handler checks, for the post-access step to answer.
+func (r *Request) access(rc Status) Status {
+	if !r.c.lcf.SatisfyAny {
+		if rc == OK {
+			return Declined
+		}
+		return rc
+	}
+	switch rc {
+	case OK:
+		// A check that allows wins: the challenge of one that asked for
+		// credentials is not sent (nginx hides headers_out.www_authenticate).
+		r.accessCode = 0
+		r.uncarry("www-authenticate")
+		return OK
+	case 401, 403:
+		if r.accessCode != 401 {
+			r.accessCode = int16(rc)
+		}
+		return Declined
+	}
+	return rc
 }
 
 // finalize ends a phase with rc, as ngx_http_finalize_request: a status is answered
@@ -109,6 +165,10 @@ func (c *conn) findConfig() bool {
 		}
 		if m := locs.Find(r.uriBuf, r); m.Location != nil {
 			r.loc, r.prefix, c.lcf = m.Location, m.Prefix, LocationConf(m.Location)
+			if c.lcf.internal && c.sub == nil && r.redirects == 0 {
+				c.respondStatus(404) // an internal location, asked for by a client
+				return false
+			}
 		}
 	}
 	return !c.refuseBodyLength()

@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	"bytes"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -41,6 +42,11 @@ type Request struct {
 	uriChanged    bool   // an internal redirect replaced $uri (and the arguments)
 	forceStatus   int    // the status an error_page imposes on the response; 0: none
 	internalGET   bool   // after an error_page redirect the request goes on as GET
+	// remote is the client address a module set for this request (realip), in
+	// force when remoteSet; the connection's peer stays in conn.remote.
+	remote     netip.AddrPort
+	remoteSet  bool
+	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
 	logged        bool   // the log phase ran
 	done          bool   // finished: the connection went on (or is going) to the next request
 	headerSent    bool
@@ -97,6 +103,9 @@ func (r *Request) Head() *http1.Request { return &r.req }
 // RawHead is the request head as it arrived.
 func (r *Request) RawHead() []byte {
 	c := r.c
+	if c.sub != nil {
+		return c.sub.main.RawHead()
+	}
 	if c.headLen > 0 && c.headLen <= len(c.in) {
 		return c.in[:c.headLen]
 	}
@@ -104,7 +113,7 @@ func (r *Request) RawHead() []byte {
 }
 
 // IsHEAD reports a HEAD request.
-func (r *Request) IsHEAD() bool { return string(r.req.Method()) == "HEAD" }
+func (r *Request) IsHEAD() bool { return string(r.req.Method()) == "HEAD" && r.c.sub == nil }
 
 // AsGET reports a request that goes on as GET without its body: after an error_page
 // redirect or ForceGET.
@@ -163,8 +172,27 @@ func (r *Request) HTTPS() bool {
 	return a != nil && a.SSL
 }
 
-// RemoteAddr is the client's address.
-func (r *Request) RemoteAddr() netip.AddrPort { return r.c.remote }
+// RemoteAddr is the client's address ($remote_addr, $remote_port): the
+// connection's peer, or the address SetRemoteAddr gave the request.
+func (r *Request) RemoteAddr() netip.AddrPort {
+	if r.remoteSet {
+		return r.remote
+	}
+	return r.c.remote
+}
+
+// PeerAddr is the address of the connection's peer, whatever SetRemoteAddr said
+// ($realip_remote_addr).
+func (r *Request) PeerAddr() netip.AddrPort { return r.c.remote }
+
+// SetRemoteAddr makes a the client's address for the rest of this request (nginx's
+// realip module changes c->sockaddr until the request ends): every later phase,
+// variable and log sees it. A zero port leaves $remote_port empty, as in nginx. The
+// next request on the connection starts from the peer's address again.
+func (r *Request) SetRemoteAddr(a netip.AddrPort) { r.remote, r.remoteSet = a, true }
+
+// RemoteAddrSet reports that SetRemoteAddr ran for this request.
+func (r *Request) RemoteAddrSet() bool { return r.remoteSet }
 
 // Worker is the loop's worker.
 func (r *Request) Worker() *Worker { return r.c.w }
@@ -227,6 +255,25 @@ func (r *Request) abortPending() {
 // fields of an upstream response in headers_out across an internal redirect).
 func (r *Request) Carry(name, value []byte) {
 	r.carried = append(append(append(append(r.carried, name...), ": "...), value...), "\r\n"...)
+}
+
+// uncarry removes the carried fields called name.
+func (r *Request) uncarry(name string) {
+	b := r.carried
+	out := b[:0]
+	for len(b) > 0 {
+		end := bytes.Index(b, crlf)
+		if end < 0 {
+			end = len(b) - 2
+		}
+		line := b[:end+2]
+		b = b[end+2:]
+		if n := bytes.IndexByte(line, ':'); n >= 0 && http1.EqualFold(line[:n], name) {
+			continue
+		}
+		out = append(out, line...)
+	}
+	r.carried = out
 }
 
 // SetCarriedType sets the Content-Type the answer replacing this one takes when it

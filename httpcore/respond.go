@@ -72,7 +72,7 @@ func (c *conn) respondStatus(code int) {
 	if c.errorPage(code) {
 		return
 	}
-	c.respond(code, textHTML, c.appendErrorPage(nil, code), nil)
+	c.respond(code, textHTML, c.errorPageText(code), nil)
 }
 
 // StatusClose is nginx's non-standard 444 (NGX_HTTP_CLOSE): the connection is
@@ -109,14 +109,35 @@ func (c *conn) appendErrorPage(dst []byte, code int) []byte {
 	if code < 300 {
 		return dst
 	}
-	title := strconv.Itoa(wireStatus(code)) + " " + pageTitle(code)
+	title := func(dst []byte) []byte {
+		dst = strconv.AppendInt(dst, int64(wireStatus(code)), 10)
+		return append(append(dst, ' '), pageTitle(code)...)
+	}
 	dst = append(dst, "<html>\r\n<head><title>"...)
-	dst = append(dst, title...)
+	dst = title(dst)
 	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
-	dst = append(dst, title...)
+	dst = title(dst)
 	dst = append(dst, "</h1></center>\r\n<hr><center>"...)
-	dst = append(dst, c.serverToken()...)
+	dst = append(dst, "numaproxy"...)
+	if c.lcf.ServerTokens {
+		dst = append(append(dst, '/'), Version...)
+	}
 	return append(dst, "</center>\r\n</body>\r\n</html>\r\n"...)
+}
+
+// errorPageText is the built-in page for code in the worker's page buffer.
+func (c *conn) errorPageText(code int) []byte { return c.keepPage(c.appendErrorPage(c.page(), code)) }
+
+// page is the worker's buffer for a built-in page: respond sends it before it
+// returns (what the socket does not take is copied), so one buffer serves all.
+func (c *conn) page() []byte { return c.w.page[:0] }
+
+// keepPage keeps the grown page buffer for the next page.
+func (c *conn) keepPage(b []byte) []byte {
+	if cap(b) > cap(c.w.page) {
+		c.w.page = b[:0]
+	}
+	return b
 }
 
 func (c *conn) serverToken() string {
@@ -151,7 +172,7 @@ func (c *conn) errorPage(code int) bool {
 			if isRedirect(ep.Status) {
 				status = ep.Status
 			}
-			c.respond(status, textHTML, c.appendErrorPage(nil, status), []byte(ep.Target))
+			c.respond(status, textHTML, c.errorPageText(status), []byte(ep.Target))
 			return true
 		}
 		switch ep.Status {
@@ -184,7 +205,7 @@ func (c *conn) internalRedirect(target string) {
 		}
 		loc := c.snap.Routes.Locations(c.srv).Named(target)
 		if loc == nil {
-			c.w.log.Error("could not find named location \""+target+"\"", "client", c.remote.String())
+			c.w.log.Error("could not find named location \""+target+"\"", "client", c.RemoteAddr().String())
 			c.serverError()
 			return
 		}
@@ -216,7 +237,7 @@ func (c *conn) redirectCycle(target string) bool {
 	if c.redirects <= maxURIChanges {
 		return false
 	}
-	c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.remote.String())
+	c.w.log.Error("rewrite or internal redirection cycle while internally redirecting to \""+target+"\"", "client", c.RemoteAddr().String())
 	c.serverError()
 	return true
 }
@@ -241,7 +262,7 @@ func setURI[T string | []byte](r *Request, path, args T) {
 func (c *conn) serverError() {
 	c.forceStatus = 0
 	c.keepAlive = false // as nginx after a 500
-	c.respond(500, textHTML, c.appendErrorPage(nil, 500), nil)
+	c.respond(500, textHTML, c.errorPageText(500), nil)
 }
 
 var (
@@ -297,7 +318,7 @@ func (c *conn) respondAutoRedirect() {
 	if q, ok := c.req.Query(); ok {
 		loc = append(append(loc, '?'), q...)
 	}
-	c.respond(301, textHTML, c.appendErrorPage(nil, 301), loc)
+	c.respond(301, textHTML, c.errorPageText(301), loc)
 }
 
 // The answers a handler gives itself. Each finishes the request (or, when a request
@@ -315,7 +336,7 @@ func (r *Request) SendPage(code int, location []byte) {
 	if code >= 300 && c.errorPage(code) {
 		return
 	}
-	c.respond(code, textHTML, c.appendErrorPage(nil, code), location)
+	c.respond(code, textHTML, c.errorPageText(code), location)
 }
 
 // SendText answers code with text as the body, of contentType (empty: text/plain),

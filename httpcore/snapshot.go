@@ -50,6 +50,7 @@ const (
 	stepPostRewrite                 // back to find config after a rewrite
 	stepContent                     // the location's content handler, first in the content phase
 	stepNotFound                    // 404, last in the content phase
+	stepPostAccess                  // answers the access phase's kept 401 or 403 (satisfy any)
 )
 
 // NewSnapshot compiles cfg for the data path: routes, the client_body_temp_path
@@ -107,8 +108,12 @@ func (s *Snapshot) buildEngine(setup *Setup) {
 		for _, h := range setup.phases[p] {
 			s.engine = append(s.engine, phaseHandler{phase: p, h: h})
 		}
-		if p == ContentPhase {
+		switch {
+		case p == ContentPhase:
 			s.engine = append(s.engine, phaseHandler{phase: p, step: stepNotFound})
+		case p == AccessPhase && len(setup.phases[p]) > 0:
+			// nginx's post-access phase, there only when some module checks access.
+			s.engine = append(s.engine, phaseHandler{phase: p, step: stepPostAccess})
 		}
 		for i := start; i < len(s.engine); i++ {
 			s.engine[i].next = len(s.engine)

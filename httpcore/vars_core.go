@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"bytes"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ var coreVariables = []Variable{
 		// $http_user_agent names User-Agent: underscores stand for dashes.
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) }},
+	{Name: "sent_http_", Prefix: true, Param: headerParam, Get: appendSentHeader},
 	{Name: "cookie_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
 		return append(dst, cookieValue(r.headerValue("cookie"), name)...)
 	}},
@@ -32,7 +34,7 @@ var coreVariables = []Variable{
 		q, _ := r.Args()
 		return append(dst, argValue(q, name)...)
 	}},
-	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.remote.Addr().AppendTo(dst) }},
+	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return AppendAddr(dst, r.RemoteAddr()) }},
 	{Name: "limit_rate", Get: func(dst []byte, r *Request, _ string) []byte {
 		// nginx: the response's rate once set, else limit_rate's value.
 		n := r.limitRate
@@ -41,9 +43,7 @@ var coreVariables = []Variable{
 		}
 		return strconv.AppendInt(dst, n, 10)
 	}},
-	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte {
-		return strconv.AppendUint(dst, uint64(r.c.remote.Port()), 10)
-	}},
+	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte { return AppendPort(dst, r.RemoteAddr()) }},
 	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.local.Addr().AppendTo(dst) }},
 	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
@@ -283,4 +283,41 @@ func AppendSeconds(dst []byte, d time.Duration) []byte {
 	dst = append(dst, '.')
 	frac := ms % 1000
 	return append(dst, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
+
+// AppendAddr appends a client address as nginx's $remote_addr writes it; a
+// connection on a unix-domain socket (no IP address) is "unix:".
+func AppendAddr(dst []byte, a netip.AddrPort) []byte {
+	if !a.Addr().IsValid() {
+		return append(dst, "unix:"...)
+	}
+	return a.Addr().AppendTo(dst)
+}
+
+// AppendPort appends a client port as nginx's $remote_port: nothing for port 0 (an
+// address realip took without a port, a unix-domain socket).
+func AppendPort(dst []byte, a netip.AddrPort) []byte {
+	if a.Port() == 0 {
+		return dst
+	}
+	return strconv.AppendUint(dst, uint64(a.Port()), 10)
+}
+
+// headerParam turns the NAME of a header variable into the field name: underscores
+// stand for dashes, any case.
+func headerParam(rest string) string { return strings.ReplaceAll(strings.ToLower(rest), "_", "-") }
+
+// appendSentHeader is $sent_http_NAME: the first response field called name, as the
+// handler and the header filters made the head (nginx's headers_out);
+// Content-Length is the body's length when it is known.
+func appendSentHeader(dst []byte, r *Request, name string) []byte {
+	h := &r.out
+	if name == "content-length" && r.headerSent {
+		if h.ContentLength >= 0 {
+			return strconv.AppendInt(dst, h.ContentLength, 10)
+		}
+		return dst
+	}
+	v, _ := h.Get(name)
+	return append(dst, v...)
 }

@@ -28,9 +28,11 @@ type Worker struct {
 	states   [maxKeys]LoopState
 
 	freeRequests []*Request // request states idle connections gave back, for reuse
+	freeSubs     []*conn    // subrequest connections, for reuse (subrequest.go)
 
 	scratch  []byte // builds response heads; reused, never retained
 	sizeBuf  []byte // evaluates size templates (limit_rate); reused
+	page     []byte // builds built-in pages; reused, never retained
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string

@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -269,6 +270,18 @@ var variables = []httpcore.Variable{
 	{Name: "upstream_status", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		if ex := running(r); ex != nil && ex.status != 0 {
 			return strconv.AppendInt(dst, int64(ex.status), 10)
+		}
+		return dst
+	}},
+	{Name: "upstream_http_", Prefix: true, Param: func(rest string) string {
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
+		// nginx: the first field of the upstream's response head called name, while
+		// the exchange has it.
+		if ex := running(r); ex != nil && ex.status != 0 && ex.rbuf != nil {
+			if v, ok := ex.resp.Headers.Get(name); ok {
+				return append(dst, v...)
+			}
 		}
 		return dst
 	}},

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/numaproxy/numaproxy/access"
+	"github.com/numaproxy/numaproxy/authbasic"
+	"github.com/numaproxy/numaproxy/authrequest"
 	"github.com/numaproxy/numaproxy/compress"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/geo"
@@ -9,6 +12,7 @@ import (
 	"github.com/numaproxy/numaproxy/metrics"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/realip"
 	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/splitclients"
@@ -23,5 +27,6 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, compress.Module, headers.Module, tls.Module,
+	httpcore.Module, resolver.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module,
+	authrequest.Module, proxy.Module, compress.Module, headers.Module, tls.Module,
 	varmap.Module, geo.Module, splitclients.Module, metrics.Module)

@@ -1,0 +1,198 @@
+package httpcore
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/numaproxy/numaproxy/eventloop"
+)
+
+// A subrequest (nginx's ngx_http_subrequest) is a request the core runs inside
+// another one for a module, auth_request's check: its own URI, location, phases
+// (from the server rewrite phase, access skipped) and content handler, with the
+// parent's head (method, fields, $request_uri), client address and server, and no
+// request body. Its response goes nowhere: the status and head (Status, Header) and
+// the variables of its content handler ($upstream_*) are read by the module when
+// it ends; its body is dropped. It is not logged (nginx's log_subrequest off).
+//
+// It runs on a connection of its own that is not a socket (subSocket), so every
+// path of the core, error_page and internal redirects included, serves it as any
+// request; what would go to the client is dropped, and its end (Finish, an
+// answer, Fail, Abort) calls the module back instead of serving a next request.
+// A request that starts none pays nothing: the connection's subs list stays nil.
+
+// subState is what makes a connection a subrequest's.
+type subState struct {
+	parent   *Request
+	main     *conn // the client connection
+	hooks    SubrequestHooks
+	canceled bool
+	sock     subSocket
+}
+
+// takeSubConn is a subrequest connection from the worker's free list (they are
+// reused: a request that checks every time costs no allocation).
+func (w *Worker) takeSubConn() *conn {
+	if n := len(w.freeSubs); n > 0 {
+		sc := w.freeSubs[n-1]
+		w.freeSubs[n-1] = nil
+		w.freeSubs = w.freeSubs[:n-1]
+		return sc
+	}
+	return &conn{sub: &subState{}}
+}
+
+// maxFreeSubs bounds the subrequest connections a worker keeps for reuse.
+const maxFreeSubs = 256
+
+// SubrequestHooks are how a module hears of its subrequest.
+type SubrequestHooks struct {
+	// Header runs when the subrequest's response head is sent (through the header
+	// filters): its Status, Header and the variables of its content handler
+	// ($upstream_http_*, $sent_http_*) are valid during the call. It may not run
+	// (the subrequest failed before a head).
+	Header func(sr *Request)
+	// Done runs once the subrequest ended and is gone, with the status it answered
+	// (0 without one), maybe before StartSubrequest returns. Not after
+	// CancelSubrequest.
+	Done func(status int)
+}
+
+// StartSubrequest runs uri (a path without arguments) as a subrequest of r, whose
+// module hears of it through h. The parent waits (its phase handler returns Again)
+// until h.Done, or cancels it (CancelSubrequest) if it ends first; the core cancels
+// the subrequests of a client connection that closes.
+func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
+	c := r.c
+	sc := c.w.takeSubConn()
+	st := sc.sub
+	*sc = conn{w: c.w, id: c.id, local: c.local, remote: c.remote, state: csWait, requests: c.requests,
+		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
+	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{main: c.conn}}
+	sc.conn = &st.sock
+	if c.sub != nil {
+		st.main = c.sub.main
+	}
+	sc.takeRequest()
+	sr := sc.Request
+	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
+	sr.snap, sr.srv, sr.loc, sr.prefix = r.snap, r.srv, nil, ""
+	sr.started = time.Now()
+	sr.status, sr.bodySent, sr.redirects, sr.forceStatus = 0, 0, 0, 0
+	sr.internalGET = true // a subrequest is a GET without a body (nginx's), HEAD too
+	sr.errorPageDone, sr.carried, sr.carriedType = false, sr.carried[:0], sr.carriedType[:0]
+	sr.body, sr.buffering, sr.headerSent, sr.done = BodyNone, false, false, false
+	sr.logged = true // subrequests are not logged
+	sr.bodyFate = bodyDropped
+	sr.remote, sr.remoteSet, sr.accessCode = r.remote, r.remoteSet, 0
+	sr.pending = nil
+	sr.resetVars()
+	sr.uriBuf = append(c.conn.Loop().Pool().Get(len(uri) + 1)[:0], uri...)
+	sr.args, sr.uriChanged = sr.args[:0], true
+	sc.sub.main.subs = append(sc.sub.main.subs, sc)
+	sr.phase = r.snap.serverIndex
+	sr.RunPhases()
+	return sr
+}
+
+// IsSubrequest reports a subrequest.
+func (r *Request) IsSubrequest() bool { return r.c.sub != nil }
+
+// Parent is the request a subrequest runs for, nil for a client's request.
+func (r *Request) Parent() *Request {
+	if s := r.c.sub; s != nil {
+		return s.parent
+	}
+	return nil
+}
+
+// CancelSubrequest ends a subrequest that is still running without calling its
+// done: the parent went away. Its content handler is aborted.
+func (r *Request) CancelSubrequest() {
+	c := r.c
+	if c == nil || c.sub == nil || c.Request != r {
+		return
+	}
+	c.sub.canceled = true
+	c.endSub()
+}
+
+// endSub ends a subrequest's run: its buffers and request state go back, then
+// Done hears of it.
+func (c *conn) endSub() {
+	r, s := c.Request, c.sub
+	if r == nil || c.state == csClosed {
+		return
+	}
+	c.state = csClosed
+	status := r.status
+	c.abortPending()
+	if c.uriBuf != nil {
+		c.conn.Loop().Pool().Put(c.uriBuf[:cap(c.uriBuf)])
+		c.uriBuf = nil
+	}
+	c.releaseBodyBuf()
+	c.giveRequest()
+	m := s.main
+	for i, sc := range m.subs {
+		if sc == c {
+			m.subs = append(m.subs[:i], m.subs[i+1:]...)
+			break
+		}
+	}
+	done := s.hooks.Done
+	if s.canceled {
+		done = nil
+	}
+	*s = subState{}
+	if w := c.w; len(w.freeSubs) < maxFreeSubs {
+		w.freeSubs = append(w.freeSubs, c) // c is not touched after this
+	}
+	if done != nil {
+		done(status)
+	}
+}
+
+// keepSubsInStep points the running subrequests' heads at the client's input
+// again after it moved (keep).
+func (c *conn) keepSubsInStep() {
+	for _, sc := range c.subs {
+		if sc.Request != nil {
+			sc.req = c.req
+		}
+	}
+}
+
+// subSocket is a subrequest's connection: it drops what is written and does
+// nothing a socket does; the client's connection gives the loop, descriptor and
+// addresses.
+type subSocket struct{ main eventloop.Conn }
+
+func (s *subSocket) Write(p []byte) (int, error) { return len(p), nil }
+func (s *subSocket) Writev(bufs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n, nil
+}
+func (s *subSocket) CloseWrite()                          {}
+func (s *subSocket) WriteFile(fd int, off, n int64) error { return nil }
+func (s *subSocket) SetSendfile(on bool, maxChunk int)    {}
+func (s *subSocket) Close() error                         { return nil }
+func (s *subSocket) PauseRead()                           {}
+func (s *subSocket) ResumeRead()                          {}
+func (s *subSocket) SetIdle(idle bool)                    {}
+func (s *subSocket) SetTimeout(d time.Duration)           {}
+func (s *subSocket) Queued() int                          { return 0 }
+func (s *subSocket) SetWriteTimeout(d time.Duration)      {}
+func (s *subSocket) SetWriteWatermarks(high, low int)     {}
+func (s *subSocket) SetResetOnWriteTimeout(on bool)       {}
+func (s *subSocket) Reset()                               {}
+func (s *subSocket) SetRateLimit(rate, after int64)       {}
+func (s *subSocket) Fd() int                              { return s.main.Fd() }
+func (s *subSocket) LocalAddr() netip.AddrPort            { return s.main.LocalAddr() }
+func (s *subSocket) RemoteAddr() netip.AddrPort           { return s.main.RemoteAddr() }
+func (s *subSocket) Context() any                         { return nil }
+func (s *subSocket) SetContext(v any)                     {}
+func (s *subSocket) Loop() *eventloop.Loop                { return s.main.Loop() }
