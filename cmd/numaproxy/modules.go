@@ -4,6 +4,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/limit"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/resolver"
@@ -18,4 +19,4 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, resolver.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, resolver.Module, rewrite.Module, limit.Module, proxy.Module, headers.Module, tls.Module)
