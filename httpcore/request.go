@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -149,6 +150,10 @@ func (r *Request) HTTPS() bool {
 	a := r.c.w.snapshotFor(r.c.local).Routes.Addr(r.c.local)
 	return a != nil && a.SSL
 }
+
+// Conn is the client connection as the loop's layers hand it to the core (a TLS
+// or PROXY protocol layer's connection, which a module may look through).
+func (r *Request) Conn() eventloop.Conn { return r.c.conn }
 
 // RemoteAddr is the client's address.
 func (r *Request) RemoteAddr() netip.AddrPort { return r.c.remote }

@@ -7,6 +7,7 @@ import (
 	"github.com/numaproxy/numaproxy/limit"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/proxyproto"
 	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/tls"
@@ -19,4 +20,4 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, resolver.Module, rewrite.Module, limit.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, resolver.Module, rewrite.Module, limit.Module, proxy.Module, headers.Module, tls.Module, proxyproto.Module)
