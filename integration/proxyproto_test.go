@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	stdtls "crypto/tls"
 	"fmt"
 	"io"
@@ -251,5 +252,56 @@ func TestProxyProtocolSSL(t *testing.T) {
 		if got := ppBody(string(data)); got != "https|127.0.0.1|198.51.100.4|4000|198.51.100.5|443" {
 			t.Errorf("%s: %q", addr, data)
 		}
+	}
+}
+
+// TestProxyProtocolToUpstream: "proxy_protocol on" puts a v1 header with the
+// client's address and the address it reached before the request on each upstream
+// connection; nginx receiving it ("listen ... proxy_protocol") sees the client.
+// Such connections are not kept alive for other requests.
+func TestProxyProtocolToUpstream(t *testing.T) {
+	first := make(chan string, 4)
+	raw := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		line, _ := br.ReadString('\n')
+		first <- line
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	ngAddr := addrFor(t)
+	startNginx(t, "server { listen "+ngAddr+" proxy_protocol; location / { return 200 \""+ppVars+"\"; } }", ngAddr)
+	addr := addrFor(t)
+	startHTTP(t, "upstream raw { server "+raw.Addr+"; keepalive 4; }\n"+
+		"server { listen "+addr+"; proxy_protocol on; proxy_http_version 1.1; proxy_set_header Connection \"\";\n"+
+		"location /raw { proxy_pass http://raw; }\n"+
+		"location /ng { proxy_pass http://"+ngAddr+"; } }", addr)
+	cl := newClient(t, addr)
+	local := cl.c.LocalAddr().(*net.TCPAddr)
+	for i := 0; i < 2; i++ {
+		cl.send("GET /raw HTTP/1.1\r\nHost: a\r\n\r\n")
+		if resp, body := cl.read("GET"); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("%d %q", resp.StatusCode, body)
+		}
+		select {
+		case line := <-first:
+			want := fmt.Sprintf("PROXY TCP4 127.0.0.1 127.0.0.1 %d %s\r\n", local.Port, strings.Split(addr, ":")[1])
+			if line != want {
+				t.Errorf("upstream's first line %q, want %q", line, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no upstream connection")
+		}
+	}
+	if n := raw.accepted.Load(); n != 2 {
+		t.Errorf("%d upstream connections for 2 requests, want 2 (not kept alive)", n)
+	}
+	cl.send("GET /ng HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := cl.read("GET")
+	if want := fmt.Sprintf("127.0.0.1|127.0.0.1|%d|127.0.0.1|%s", local.Port, strings.Split(addr, ":")[1]); resp.StatusCode != 200 || body != want {
+		t.Errorf("nginx behind: %d %q, want %q", resp.StatusCode, body, want)
 	}
 }
