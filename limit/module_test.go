@@ -10,7 +10,7 @@ import (
 	"github.com/numaproxy/numaproxy/httpcore"
 )
 
-func loadConf(t *testing.T, src string) (*conf.Config, error) {
+func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.conf")

@@ -22,13 +22,13 @@ var smallBody = []byte("numaproxy benchmark upstream: a small response body of a
 
 const largeSize = 1 << 20
 
-// runUpstream serves "/" (smallBody) and "/1m" (1 MiB) with fasthttp.
+// runUpstream serves "/" and "/limited" (smallBody) and "/1m" (1 MiB) with fasthttp.
 func runUpstream(addr string) error {
 	large := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			switch string(ctx.Path()) {
-			case "/":
+			case "/", "/limited":
 				ctx.Response.SetBodyRaw(smallBody)
 			case "/1m":
 				ctx.Response.SetBodyRaw(large)
