@@ -270,3 +270,62 @@ func TestLimitConnAgainstNginx(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitConnClientGone: a client that closes during a long proxied response
+// gives its slot back at once (nginx finalizes the request and frees it too).
+func TestLimitConnClientGone(t *testing.T) {
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(3 * time.Second):
+			}
+		}
+	}
+	body := "limit_conn_zone $binary_remote_addr zone=addr:1m;\n" +
+		"server { listen LISTEN; location / { proxy_pass http://BACKEND; limit_conn addr 1; } }"
+	np, ng, _, _ := limitPair(t, body, slow)
+	for _, who := range []struct{ name, addr string }{{"numaproxy", np}, {"nginx", ng}} {
+		c := dial(t, who.addr)
+		fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+		time.Sleep(200 * time.Millisecond)
+		// The slot is held: a second request is refused.
+		if out := burst(t, who.addr, 1, ""); out[0].status != 503 {
+			t.Errorf("%s: during the slow request: %v", who.name, out)
+		}
+		c.Close()
+		var out []limitOutcome
+		for i := 0; i < 20; i++ {
+			time.Sleep(50 * time.Millisecond)
+			if out = burst(t, who.addr, 1, ""); out[0].status == 200 {
+				break
+			}
+		}
+		if out[0].status != 200 {
+			t.Errorf("%s: the slot was not given back after the client closed: %v", who.name, out)
+		}
+	}
+}
+
+// TestLimitReqZoneKeptAcrossReload: a reload that keeps a zone (same name and
+// size) keeps its states, as nginx's shared zones.
+func TestLimitReqZoneKeptAcrossReload(t *testing.T) {
+	be := newBackend(t, nil)
+	addr := addrFor(t)
+	body := "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n" +
+		"server { listen " + addr + "; location / { proxy_pass http://" + be.Addr + "; limit_req zone=one; %s } }"
+	in := startHTTP(t, fmt.Sprintf(body, ""), addr)
+	if out := burst(t, addr, 1, ""); out[0].status != 200 {
+		t.Fatalf("first: %v", out)
+	}
+	cfg := "error_log logs/error.log info;\nworker_processes 1;\nevents { }\nhttp {\n" + fmt.Sprintf(body, "limit_req_status 429;") + "\n}\n"
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	// The new configuration answers (429), and the key's state is the old one's.
+	if out := burst(t, addr, 1, ""); out[0].status != 429 {
+		t.Errorf("after the reload: %v, want 429", out)
+	}
+}
