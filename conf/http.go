@@ -23,8 +23,8 @@ func httpDirectives() []Directive {
 			Syntax: "server { ... }",
 			Doc:    "A virtual server."},
 		{Name: "listen", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setListen,
-			Syntax: "listen address[:port] | port [default_server] [ssl] [reuseport] [bind] [backlog=number] [rcvbuf=size] [sndbuf=size] [deferred] [fastopen=number] [ipv6only=on|off] [so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]];", Default: "*:80",
-			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80. Every address gets its own sockets (one per loop, SO_REUSEPORT), so bind and reuseport are what numaproxy always does. Socket parameters are set on new sockets and again on reload; deferred sets TCP_DEFER_ACCEPT (1 s, as nginx). ssl makes the address speak TLS (if any listen of it says so, as in nginx)."},
+			Syntax: "listen address[:port] | port [default_server] [ssl] [proxy_protocol] [reuseport] [bind] [backlog=number] [rcvbuf=size] [sndbuf=size] [deferred] [fastopen=number] [ipv6only=on|off] [so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]];", Default: "*:80",
+			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80. Every address gets its own sockets (one per loop, SO_REUSEPORT), so bind and reuseport are what numaproxy always does. Socket parameters are set on new sockets and again on reload; deferred sets TCP_DEFER_ACCEPT (1 s, as nginx). ssl makes the address speak TLS (if any listen of it says so, as in nginx); proxy_protocol makes each connection start with a PROXY protocol header (v1 or v2, before the TLS handshake with ssl), one without a valid header is closed."},
 		{Name: "server_name", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setServerName,
 			Syntax: "server_name name ...;", Default: `""`,
 			Doc: "Names of the server: exact, *.example.com, example.*, .example.com, or ~regex."},
@@ -114,7 +114,9 @@ func setListen(c *Cursor, s *Stmt) error {
 			l.IPv6Only = on
 		case !hasVal && key == "ssl":
 			l.SSL = true
-		case key == "http2" || key == "quic" || key == "proxy_protocol":
+		case !hasVal && key == "proxy_protocol":
+			l.ProxyProtocol = true
+		case key == "http2" || key == "quic":
 			return &Error{Pos: a.Pos, Msg: fmt.Sprintf("the %q parameter of %q is not supported yet", key, s.Name)}
 		default:
 			return &Error{Pos: a.Pos, Msg: fmt.Sprintf("invalid parameter %q", a.Value)}

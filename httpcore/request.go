@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -193,6 +194,10 @@ func (r *Request) SetRemoteAddr(a netip.AddrPort) { r.remote, r.remoteSet = a, t
 
 // RemoteAddrSet reports that SetRemoteAddr ran for this request.
 func (r *Request) RemoteAddrSet() bool { return r.remoteSet }
+
+// Conn is the client connection as the loop's layers hand it to the core (a TLS
+// or PROXY protocol layer's connection, which a module may look through).
+func (r *Request) Conn() eventloop.Conn { return r.c.conn }
 
 // Worker is the loop's worker.
 func (r *Request) Worker() *Worker { return r.c.w }

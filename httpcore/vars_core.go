@@ -35,6 +35,19 @@ var coreVariables = []Variable{
 		return append(dst, argValue(q, name)...)
 	}},
 	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return AppendAddr(dst, r.RemoteAddr()) }},
+	{Name: "binary_remote_addr", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx: the address in network order, 4 bytes for IPv4, 16 for IPv6.
+		a := r.RemoteAddr().Addr().Unmap()
+		if a.Is4() {
+			b := a.As4()
+			return append(dst, b[:]...)
+		}
+		if a.Is6() {
+			b := a.As16()
+			return append(dst, b[:]...)
+		}
+		return dst
+	}},
 	{Name: "limit_rate", Get: func(dst []byte, r *Request, _ string) []byte {
 		// nginx: the response's rate once set, else limit_rate's value.
 		n := r.limitRate

@@ -7,6 +7,13 @@
 //
 // # Calling it from the HTTP core
 //
+// Module (module.go) is nginx's two modules on the HTTP core, registered in the
+// binary: the directives, $limit_req_status and $limit_conn_status, the handlers
+// of the preaccess phase, a delay on the loop's timer (the request's Pending, so a
+// client that goes away ends it), and the limit_conn counts given back in the log
+// phase, which runs for every request that began, however it ends. It does the
+// following:
+//
 // Configuration, once per snapshot, off the loops:
 //
 //	limit_req_zone   ParseReqZone, then Zones.DeclareReq

@@ -15,6 +15,7 @@ import (
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/internal/stats"
+	"github.com/numaproxy/numaproxy/proxyproto"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -201,7 +202,9 @@ func (ex *exchange) connect() bool {
 		if ex.ps != nil {
 			ex.ps.Tries++
 		}
-		if idle, reqs := ex.st.takeIdle(p.Key()); idle != nil {
+		// A connection that carried a client's PROXY header is that client's alone:
+		// none is kept idle, and none is taken.
+		if idle, reqs := ex.takeIdle(p.Key()); idle != nil {
 			if ex.ps != nil {
 				ex.ps.Reused++
 			}
@@ -250,9 +253,22 @@ func (ex *exchange) connect() bool {
 		}
 		ex.conn, ex.reused, ex.connReqs = conn, false, 0
 		ex.state = exConnecting
+		if ex.lc.ProxyProtocol {
+			// proxy_protocol: the client's address and the one it reached, before
+			// anything else on the connection (nginx's stream proxy_protocol).
+			conn.Write(proxyproto.AppendV1(ex.st.scratch[:0], r.RemoteAddr(), r.LocalAddr()))
+		}
 		ex.send()
 		return true
 	}
+}
+
+// takeIdle is a kept-alive connection to k, unless proxy_protocol is on.
+func (ex *exchange) takeIdle(k upstream.PeerKey) (eventloop.Conn, int) {
+	if ex.lc.ProxyProtocol {
+		return nil, 0
+	}
+	return ex.st.takeIdle(k)
 }
 
 // localDialError reports an error of this host's own resources (descriptors, memory,
@@ -842,7 +858,7 @@ func unhex(c byte) byte {
 // that its response ended (clean: no stray bytes followed it).
 func (ex *exchange) cacheable(clean bool) bool {
 	return ex.conn != nil && clean && ex.reqDone && !ex.filePending() && ex.resp.KeepAlive() && !ex.connClose && ex.g.Keepalive > 0 &&
-		!ex.bodyWithheld && ex.keepsConn(ex.peer.Key())
+		!ex.bodyWithheld && ex.keepsConn(ex.peer.Key()) && !ex.lc.ProxyProtocol
 }
 
 // complete ends a response that arrived whole: the upstream connection is cached

@@ -128,6 +128,9 @@ func directives() []conf.Directive {
 		{Name: "proxy_ignore_client_abort", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreClientAbort }, bitIgnoreClientAbort),
 			Syntax: "proxy_ignore_client_abort on | off;", Default: "off",
 			Doc: "on: a client that closes its connection once its request is sent does not end the upstream exchange; the response is read whole and dropped, and the upstream connection is kept alive if it can be."},
+		{Name: "proxy_protocol", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ProxyProtocol }, bitProxyProtocol),
+			Syntax: "proxy_protocol on | off;", Default: "off",
+			Doc: "on: each upstream connection starts with a PROXY protocol v1 header naming the client's address ($remote_addr's) and the address it connected to, as nginx's stream module's proxy_protocol does (nginx's http proxy has no such directive). Such a connection belongs to its client: it is not kept alive for others."},
 		{Name: "proxy_ignore_headers", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setIgnoreHeaders,
 			Syntax: "proxy_ignore_headers field ...;",
 			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering), X-Accel-Limit-Rate (else the response's limit_rate in bytes per second). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache) and X-Accel-Charset (for charset conversion) are accepted and numaproxy never acts on them: it has no cache or charset conversion yet."},
@@ -172,6 +175,7 @@ type LocConf struct {
 	CookiePaths        []CookieRewrite // nil: off
 	IgnoreClientAbort  bool
 	IgnoreHeaders      IgnoreHeaders
+	ProxyProtocol      bool // proxy_protocol: a PROXY v1 header starts each upstream connection
 
 	set uint64 // which fields this level set itself (bit* below)
 }
@@ -208,6 +212,7 @@ const (
 	bitCookiePaths
 	bitIgnoreClientAbort
 	bitIgnoreHeaders
+	bitProxyProtocol
 )
 
 // PassTarget is a parsed proxy_pass URL.
@@ -380,6 +385,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitCookiePaths, Take: func(c, p *LocConf) { c.CookiePaths = p.CookiePaths }},
 	{Bit: bitIgnoreClientAbort, Take: func(c, p *LocConf) { c.IgnoreClientAbort = p.IgnoreClientAbort }},
 	{Bit: bitIgnoreHeaders, Take: func(c, p *LocConf) { c.IgnoreHeaders = p.IgnoreHeaders }},
+	{Bit: bitProxyProtocol, Take: func(c, p *LocConf) { c.ProxyProtocol = p.ProxyProtocol }},
 }
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }

@@ -9,6 +9,12 @@
 // $server_addr, and the address a listener's servers are found by); the header
 // itself, with its destination and TLVs, is HeaderOf(conn).
 //
+// Module (module.go) is the HTTP side: proxy_protocol_timeout and nginx's
+// $proxy_protocol_* variables, and SourceOf, the header's client address for a
+// request (what realip's "real_ip_header proxy_protocol" takes). server/ puts a
+// Layer on each loop, outside the TLS layer, for the addresses whose listen says
+// proxy_protocol; proxy/ writes AppendV1 for "proxy_protocol on".
+//
 // What is accepted follows nginx's "listen ... proxy_protocol" (the
 // specification here), with these differences: a header split across reads is
 // waited for (nginx 1.22 reads it from the first read only), version 1

@@ -21,6 +21,9 @@ type Options struct {
 	// (the listen sockets marked proxy_protocol); nil: every connection.
 	// The others go to the inner handler untouched.
 	Expect func(local netip.AddrPort) bool
+	// TimeoutFor, when set, gives the timeout for connections to a local address
+	// (0: Timeout).
+	TimeoutFor func(local netip.AddrPort) time.Duration
 	// KeepPeerAddr leaves the Conn's RemoteAddr the real peer's (the load
 	// balancer's), as nginx's $remote_addr is without the realip module's
 	// "real_ip_header proxy_protocol"; the header's source is then only in Header.
@@ -57,7 +60,13 @@ func (l *Layer) OnOpen(raw eventloop.Conn) {
 	}
 	c := &Conn{raw: raw, layer: l}
 	raw.SetContext(c)
-	raw.SetTimeout(l.opts.Timeout)
+	timeout := l.opts.Timeout
+	if l.opts.TimeoutFor != nil {
+		if d := l.opts.TimeoutFor(raw.LocalAddr()); d > 0 {
+			timeout = d
+		}
+	}
+	raw.SetTimeout(timeout)
 }
 
 // OnData implements eventloop.Handler. Once the header is read this is the

@@ -21,6 +21,7 @@ import (
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/numa/pool"
 	steer "github.com/numaproxy/numaproxy/numa/steering"
+	"github.com/numaproxy/numaproxy/proxyproto"
 	"github.com/numaproxy/numaproxy/tls"
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,7 @@ type loopSet struct {
 	loops    []*eventloop.Loop
 	workers  []*httpcore.Worker
 	layers   []*tls.Layer // each loop's handler: TLS around its worker
+	gates    []*ppGate    // each loop's PROXY protocol addresses
 	router   *tlsRouter
 	tlsStats []*tls.Stats                             // each loop's handshake counters
 	domain   []int                                    // domain of each loop
@@ -190,8 +192,12 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 	// loop counts its own handshakes: no counter is shared between loops.
 	ts := &tls.Stats{}
 	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: ts})
+	// The PROXY protocol header comes before the TLS handshake: its layer is the
+	// outer one. Connections of other addresses pass through it.
+	gate := &ppGate{r: s.router}
+	pp := proxyproto.NewLayer(layer, proxyproto.Options{Expect: gate.expect, TimeoutFor: gate.timeout, KeepPeerAddr: true})
 	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
-	lc := eventloop.Config{CPU: cpu, Handler: layer, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
+	lc := eventloop.Config{CPU: cpu, Handler: pp, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	local, err := s.pools[dom].NewLocal()
 	if err != nil {
 		return err
@@ -208,6 +214,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 	w.SetLoop(l)
 	s.loops, s.workers, s.domain = append(s.loops, l), append(s.workers, w), append(s.domain, dom)
 	s.layers, s.tlsStats = append(s.layers, layer), append(s.tlsStats, ts)
+	s.gates = append(s.gates, gate)
 	return nil
 }
 
@@ -611,8 +618,8 @@ func (s *loopSet) close() {
 // setRouter gives every loop's TLS layer r, on the loop.
 func (s *loopSet) setRouter(r *tlsRouter) {
 	for i, l := range s.loops {
-		layer := s.layers[i]
-		if err := l.Run(func() { layer.SetRouter(r) }); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
+		layer, gate := s.layers[i], s.gates[i]
+		if err := l.Run(func() { layer.SetRouter(r); gate.r = r }); err != nil && !errors.Is(err, eventloop.ErrLoopClosed) {
 			s.log.Error("TLS configuration of a loop: " + err.Error())
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/proxyproto"
 	"github.com/numaproxy/numaproxy/tls"
 )
 
@@ -93,4 +95,21 @@ func logTLSStats(log *slog.Logger, loops []*tls.Stats) {
 	}
 	log.Log(nil, errorlog.LevelNotice, fmt.Sprintf("TLS handshakes: %d kTLS, %d userspace (%d kTLS-capable kept in userspace), %d resumed, %d failed (%d timed out)",
 		ktls, user, fallbacks, resumed, failures, timeouts))
+}
+
+// ppGate tells a loop's PROXY protocol layer which addresses expect a header and
+// how long it may take, by the loop's current routes (set on the loop with its
+// TLS router).
+type ppGate struct{ r *tlsRouter }
+
+func (g *ppGate) expect(local netip.AddrPort) bool {
+	a := g.r.routesFor(local).snap.Routes.Addr(local)
+	return a != nil && a.ProxyProtocol
+}
+
+func (g *ppGate) timeout(local netip.AddrPort) time.Duration {
+	if a := g.r.routesFor(local).snap.Routes.Addr(local); a != nil {
+		return proxyproto.TimeoutOf(a.Default)
+	}
+	return 0
 }

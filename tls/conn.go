@@ -633,6 +633,9 @@ func (c *Conn) SetWriteWatermarks(high, low int) { c.raw.SetWriteWatermarks(high
 // Fd implements eventloop.Conn.
 func (c *Conn) Fd() int { return c.raw.Fd() }
 
+// Raw returns the connection under TLS (a PROXY protocol layer's, for its header).
+func (c *Conn) Raw() eventloop.Conn { return c.raw }
+
 // LocalAddr implements eventloop.Conn.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.raw.LocalAddr() }
 

@@ -9,9 +9,11 @@ import (
 	"github.com/numaproxy/numaproxy/geo"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/limit"
 	"github.com/numaproxy/numaproxy/metrics"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/proxyproto"
 	"github.com/numaproxy/numaproxy/realip"
 	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
@@ -28,5 +30,5 @@ import (
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
 	httpcore.Module, resolver.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module,
-	authrequest.Module, proxy.Module, compress.Module, headers.Module, tls.Module,
+	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, tls.Module, proxyproto.Module,
 	varmap.Module, geo.Module, splitclients.Module, metrics.Module)

@@ -20,6 +20,9 @@ type AddrServers struct {
 	Addr    netip.AddrPort
 	Default *conf.Server // default_server, else the first server listing the address
 	SSL     bool         // connections speak TLS: some listen of the address says ssl
+	// ProxyProtocol: connections start with a PROXY protocol header (some listen of
+	// the address says proxy_protocol).
+	ProxyProtocol bool
 
 	exact      map[string]*conf.Server
 	leadWild   []wildName // *.example.com, longest first
@@ -55,6 +58,7 @@ func Build(cfg *conf.Config) *Table {
 				a.Default = srv
 			}
 			a.SSL = a.SSL || l.SSL
+			a.ProxyProtocol = a.ProxyProtocol || l.ProxyProtocol
 			a.add(srv)
 		}
 	}

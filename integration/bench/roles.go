@@ -42,7 +42,7 @@ func compressibleBody() []byte {
 	return b.Bytes()[:compressibleSize]
 }
 
-// runUpstream serves "/" (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
+// runUpstream serves "/" and "/limited" (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
 // (compressibleBody, text/html) with fasthttp.
 func runUpstream(addr string) error {
 	large := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
@@ -50,7 +50,7 @@ func runUpstream(addr string) error {
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			switch string(ctx.Path()) {
-			case "/":
+			case "/", "/limited":
 				ctx.Response.SetBodyRaw(smallBody)
 			case "/1m":
 				ctx.Response.SetBodyRaw(large)

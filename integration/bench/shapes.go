@@ -80,12 +80,13 @@ type harness struct {
 // repetition, interleaved; otherwise run does everything itself (its own
 // variants) and reports rows under its own proxy names.
 type shapeDef struct {
-	Name    string
-	Title   string
-	measure func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error
-	own     func(h *harness) // shapes that start their own processes
-	reload  bool             // only proxies that can reload; started ready for it
-	gzip    bool             // only proxies that compress
+	Name      string
+	Title     string
+	measure   func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error
+	own       func(h *harness) // shapes that start their own processes
+	reload    bool             // only proxies that can reload; started ready for it
+	gzip      bool             // only proxies that compress
+	nginxOnly bool             // only numaproxy and nginx (nginx's directives)
 }
 
 var shapeDefs = []shapeDef{
@@ -97,6 +98,7 @@ var shapeDefs = []shapeDef{
 	{Name: "reload", Title: "reloads every 0.5 s under connection churn (wrk -t1 -c50 -H 'Connection: close'; nginx listens with reuseport)", measure: (*harness).reloadChurn, reload: true},
 	{Name: "gzip1", Title: "100 KB text/html compressed with gzip level 1 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz1/100k"), gzip: true},
 	{Name: "gzip5", Title: "100 KB text/html compressed with gzip level 5 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz5/100k"), gzip: true},
+	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
@@ -286,6 +288,15 @@ func (h *harness) wrkShape(p *proc, addr netip.AddrPort, res *runResult, path st
 
 func (h *harness) keepAlive(p *proc, addr netip.AddrPort, res *runResult) error {
 	_, err := h.wrkShape(p, addr, res, "/", 50)
+	return err
+}
+
+// limitReq is keepAlive through a location with limit_req_zone $binary_remote_addr
+// zone=big:64m rate=1000000r/s; limit_req zone=big burst=1000 nodelay: every
+// request is looked up and accounted, none is delayed or rejected. Its CPU per
+// request less keepalive's is limit_req's cost.
+func (h *harness) limitReq(p *proc, addr netip.AddrPort, res *runResult) error {
+	_, err := h.wrkShape(p, addr, res, "/limited", 50)
 	return err
 }
 
