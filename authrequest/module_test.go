@@ -24,10 +24,10 @@ func load(t *testing.T, src string) (*conf.Config, error) {
 
 func TestDirectiveErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"http { auth_request auth; }":                                                              `the URI must start with "/"`,
-		"http { auth_request_set $host $upstream_status; }":                                        `the duplicate "host" variable`,
-		"http { auth_request_set user $upstream_status; }":                                         `invalid value "user"`,
-		"http { auth_request_set $u $nosuch; }":                                                    `unknown "nosuch" variable`,
+		"http { auth_request auth; }":                       `the URI must start with "/"`,
+		"http { auth_request_set $host $upstream_status; }": `the duplicate "host" variable`,
+		"http { auth_request_set user $upstream_status; }":  `invalid value "user"`,
+		"http { auth_request_set $u $nosuch; }":             `unknown "nosuch" variable`,
 	} {
 		_, err := load(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {

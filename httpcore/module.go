@@ -156,7 +156,7 @@ type LocConf struct {
 	ResetTimedout        bool            // reset_timedout_connection
 	LimitRate            *Template       // nil: no limit_rate
 	LimitRateAfter       *Template       // nil: 0
-	SatisfyAny           bool // satisfy any
+	SatisfyAny           bool            // satisfy any
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.

@@ -45,14 +45,14 @@ type Request struct {
 	internalGET   bool   // after an error_page redirect the request goes on as GET
 	// remote is the client address a module set for this request (realip), in
 	// force when remoteSet; the connection's peer stays in conn.remote.
-	remote     netip.AddrPort
-	remoteSet  bool
-	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
-	logged        bool   // the log phase ran
-	done          bool   // finished: the connection went on (or is going) to the next request
-	headerSent    bool
-	limitRate     int64 // SetLimitRate's, when limitRateSet
-	limitRateSet  bool
+	remote       netip.AddrPort
+	remoteSet    bool
+	accessCode   int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
+	logged       bool  // the log phase ran
+	done         bool  // finished: the connection went on (or is going) to the next request
+	headerSent   bool
+	limitRate    int64 // SetLimitRate's, when limitRateSet
+	limitRateSet bool
 
 	body          BodyKind
 	contentLength int64    // the body's length (Content-Length, or a body read whole)
