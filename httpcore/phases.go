@@ -34,7 +34,7 @@ func (r *Request) RunPhases() {
 			continue
 		case stepNotFound:
 			r.phase = len(e)
-			r.finalize(404) // nothing serves this location (numaproxy has no static files yet)
+			r.finalize(404) // nothing serves this location
 			return
 		}
 		i := r.phase

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -110,6 +111,14 @@ func (r *Request) Args() ([]byte, bool) {
 	}
 	return r.req.Query()
 }
+
+// Internal reports a request that an internal redirect brought where it is (index,
+// try_files, error_page, X-Accel-Redirect), nginx's r->internal.
+func (r *Request) Internal() bool { return r.redirects > 0 }
+
+// Conn is the client connection, for a content handler that sets its socket
+// options or how it sends files (eventloop.Conn.SetSendfile).
+func (r *Request) Conn() eventloop.Conn { return r.c.conn }
 
 // URIChanged reports that an internal redirect replaced the client's URI.
 func (r *Request) URIChanged() bool { return r.uriChanged }

@@ -6,11 +6,11 @@
 // (not-modified, expires, charset, range). Debian's nginx 1.22 is the specification;
 // nginx_test.go compares the package's answers with its answers, request by request.
 //
-// The module is not registered in the binary: until the core calls it, its
-// directives are unknown there, as before.
-//
-// How the core uses it, phase by phase (one Handler per event loop and snapshot,
-// one Response per request, reused):
+// core.go is the module in the HTTP core (cmd/numaproxy registers it): how it uses
+// the building blocks, phase by phase (one Handler per event loop, its open file
+// caches renewed at each reload; one Response per loop, reused, since a request is
+// answered in one call: what the socket does not take of a file is queued on the
+// connection with a descriptor of its own):
 //
 //   - find config: after choosing the location, lc := ConfOf(loc) (ServerConf when
 //     none matched). A location marked internal answers a client's request with 404

@@ -7,6 +7,7 @@ import (
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/rewrite"
+	"github.com/numaproxy/numaproxy/static"
 	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
@@ -15,6 +16,7 @@ import (
 // Each package declares its own directives (and an HTTP module its variables, phase
 // handlers and filters, see httpcore.Hooks); adding a package here makes them known.
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
-// runs earlier.
+// runs earlier (static's expires before headers' add_header, as nginx's headers
+// filter).
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, rewrite.Module, proxy.Module, headers.Module, static.Module, tls.Module)
