@@ -80,6 +80,15 @@ func directives() []conf.Directive {
 		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
 			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
 			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
+		{Name: "absolute_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.AbsoluteRedirect }, bitAbsoluteRedirect),
+			Syntax: "absolute_redirect on | off;", Default: "on",
+			Doc: "A Location the server makes itself (a folder's 301, return and error_page with a path, index and try_files redirects) that starts with \"/\" is sent absolute: scheme, host and port before the path. Off: as it is."},
+		{Name: "port_in_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PortInRedirect }, bitPortInRedirect),
+			Syntax: "port_in_redirect on | off;", Default: "on",
+			Doc: "An absolute Location carries the port the client connected to (unless it is the scheme's 80 or 443). Off: never."},
+		{Name: "server_name_in_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerNameInRedirect }, bitServerNameInRedirect),
+			Syntax: "server_name_in_redirect on | off;", Default: "off",
+			Doc: "The host of an absolute Location is the server's first server_name; off: the request's Host (without its port), else the address the client connected to."},
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
@@ -113,6 +122,10 @@ type LocConf struct {
 	ClientBodyTemp       *TempPath // never nil once the config is checked
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
+
+	AbsoluteRedirect     bool
+	PortInRedirect       bool
+	ServerNameInRedirect bool
 
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
@@ -148,6 +161,9 @@ const (
 	bitIgnoreInvalid
 	bitUnderscores
 	bitRecursiveErrorPages
+	bitAbsoluteRedirect
+	bitPortInRedirect
+	bitServerNameInRedirect
 )
 
 // LingeringClose is lingering_close's value.
@@ -192,6 +208,8 @@ func defaults() LocConf {
 		LargeHeaderBufferSize:  8 << 10,
 		ClientBodyBufferSize:   2 * os.Getpagesize(), // nginx's two pages
 		IgnoreInvalidHeaders:   true,
+		AbsoluteRedirect:       true,
+		PortInRedirect:         true,
 	}
 }
 
@@ -225,6 +243,9 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
 	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
+	{Bit: bitAbsoluteRedirect, Take: func(c, p *LocConf) { c.AbsoluteRedirect = p.AbsoluteRedirect }},
+	{Bit: bitPortInRedirect, Take: func(c, p *LocConf) { c.PortInRedirect = p.PortInRedirect }},
+	{Bit: bitServerNameInRedirect, Take: func(c, p *LocConf) { c.ServerNameInRedirect = p.ServerNameInRedirect }},
 }
 
 // HTTPConf is the core's config of the http block.
