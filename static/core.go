@@ -372,10 +372,16 @@ var (
 
 // specialResponse answers with the core's page for the status (or the location's
 // error_page), with what the filters gave it: a redirect's Location, a 416's
-// Content-Range. The core's filter chain adds expires and charset.
+// Content-Range, and the Expires the 200 had before the range filter made it a
+// 416 (nginx's headers filter runs first). The core's filter chain adds expires
+// and charset for the statuses expires is for.
 func specialResponse(r *httpcore.Request, resp *Response) httpcore.Status {
 	if resp.ContentRange != nil {
 		r.Carry(contentRangeName, resp.ContentRange)
+	}
+	if resp.Expires != nil && !safeForHeaders(resp.Status) {
+		r.Carry(expiresName, resp.Expires)
+		r.Carry(cacheControlName, resp.CacheControl)
 	}
 	if resp.Location != nil {
 		r.SendPage(resp.Status, resp.Location)
