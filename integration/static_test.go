@@ -706,3 +706,79 @@ func TestStaticSlowReader(t *testing.T) {
 		slow.Close()
 	}
 }
+
+// TestStaticFiltersOnProxied: expires and charset apply to proxied responses and
+// to the core's error pages, as in nginx (its headers and charset filters), and a
+// proxied response is not turned into a 304 or a 206 (nginx only does that for
+// responses it may cache, or with proxy_force_ranges).
+func TestStaticFiltersOnProxied(t *testing.T) {
+	lm := "Sat, 09 Mar 2024 16:05:07 GMT"
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ct/plain":
+			w.Header().Set("Content-Type", "text/html")
+		case "/ct/koi":
+			w.Header().Set("Content-Type", "text/html; charset=koi8-r")
+		case "/ct/param":
+			w.Header().Set("Content-Type", "text/plain; format=flowed")
+		case "/ct/image":
+			w.Header().Set("Content-Type", "image/png")
+		case "/ct/lm":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Last-Modified", lm)
+			w.Header().Set("ETag", `"abc"`)
+		case "/ct/cc":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Cache-Control", "private")
+			w.Header().Set("Expires", "Thu, 01 Jan 2037 00:00:00 GMT")
+		case "/ct/redirect":
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(302)
+			return
+		case "/ct/missing":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(404)
+			return
+		}
+		io.WriteString(w, "body\n")
+	})
+	block := func(port int) string {
+		return `server { listen 127.0.0.1:` + strconv.Itoa(port) + `;
+			location /ct/ { proxy_pass http://` + be.Addr + `; expires 1h; charset utf-8; }
+			location /mod/ { proxy_pass http://` + be.Addr + `/ct/; expires modified 1d; }
+			location /none/ { expires epoch; charset utf-8; }
+		}`
+	}
+	ngPort, npPort := freePort(t), freePort(t)
+	ngAddr, npAddr := "127.0.0.1:"+strconv.Itoa(ngPort), "127.0.0.1:"+strconv.Itoa(npPort)
+	startNginx(t, block(ngPort), ngAddr)
+	startHTTP(t, block(npPort), npAddr)
+	cases := []staticCase{
+		{"GET", "/ct/plain", nil, 0},
+		{"GET", "/ct/koi", nil, 0},
+		{"GET", "/ct/param", nil, 0},
+		{"GET", "/ct/image", nil, 0},
+		{"GET", "/ct/lm", nil, 0},
+		{"GET", "/ct/lm", map[string]string{"If-Modified-Since": lm}, 0},
+		{"GET", "/ct/lm", map[string]string{"If-None-Match": `"abc"`}, 0},
+		{"GET", "/ct/lm", map[string]string{"Range": "bytes=0-1"}, 0},
+		{"GET", "/ct/cc", nil, 0},
+		{"GET", "/ct/redirect", nil, 0},
+		{"GET", "/ct/missing", nil, 0},
+		{"GET", "/mod/lm", nil, 0},
+		{"GET", "/mod/plain", nil, 0},
+		{"GET", "/none/nothing", nil, 0},
+	}
+	for _, c := range cases {
+		var want, got staticAnswer
+		for try := 0; try < 5; try++ {
+			want, got = askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
+			if want.date == got.date {
+				break
+			}
+		}
+		if diff := compareStatic(want, got); diff != "" {
+			t.Errorf("%s %s %v:\n%s", c.method, c.target, c.headers, diff)
+		}
+	}
+}
