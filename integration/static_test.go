@@ -782,3 +782,36 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultConfigServesFiles: the repository's default configuration (what `make
+// run` serves, ports moved) answers both from the proxy example and from html/.
+func TestDefaultConfigServesFiles(t *testing.T) {
+	src, err := os.ReadFile("../conf/numaproxy.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../html/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, app := addrFor(t), addrFor(t)
+	cfg := strings.NewReplacer("127.0.0.1:8080", front, "127.0.0.1:8081", app, "worker_processes auto;", "worker_processes 1;").Replace(string(src))
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg, "html/index.html": string(page)})
+	start(t, dir)
+	waitFor(t, "numaproxy listening on "+front, 10*time.Second, func() bool { return dialOK(front) })
+	for _, c := range []struct{ path, want, ctype string }{
+		{"/static/", string(page), "text/html; charset=utf-8"},
+		{"/static/index.html", string(page), "text/html; charset=utf-8"},
+		{"/hello", "Hello from the upstream: GET /hello", "text/plain"},
+	} {
+		resp, err := http.Get("http://" + front + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(string(body), c.want) || resp.Header.Get("Content-Type") != c.ctype {
+			t.Errorf("%s: %d %q %q", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
