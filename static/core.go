@@ -38,8 +38,8 @@ type snapState struct {
 // initModule adds the handlers the configuration needs: internal at find config
 // and try_files in the precontent phase only where some location has them, the
 // content handler (reached only by locations no other module serves), the header
-// filter only with expires or charset, and the log-phase handler only with
-// tcp_nodelay off.
+// filter only with expires or charset, and the tcp_nodelay handler only with
+// tcp_nodelay off somewhere.
 func initModule(s *httpcore.Setup) error {
 	var internal, tryFiles, filter, noDelayOff bool
 	ss := &snapState{vars: map[string]*httpcore.Template{}}
@@ -436,9 +436,6 @@ func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Respon
 		// nginx's tcp_nopush: the head and the file's first bytes in full packets.
 		corked = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_CORK, 1) == nil
 	}
-	if !lc.TCPNoDelay {
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
-	}
 	for i, p := range body {
 		last := i == len(body)-1
 		switch {
@@ -571,17 +568,19 @@ func headerFilter(r *httpcore.Request) {
 
 func containsFold(s []byte, sub string) bool { return indexFold(s, sub) >= 0 }
 
-// noDelayHandler is tcp_nodelay off at the end of a request, where nginx sets
-// TCP_NODELAY for the keep-alive connection when it is on.
+// noDelayHandler gives the connection the location's tcp_nodelay before its
+// response goes out, whoever sends it. Client connections have TCP_NODELAY from
+// the accept on (nginx sets it once a connection is kept alive, so there only its
+// first response waits for Nagle's algorithm); tcp_nodelay off clears it.
 func noDelayHandler(r *httpcore.Request) httpcore.Status {
-	if lc := confFor(r); lc != nil && r.Snapshot() != nil {
+	if lc := confFor(r); lc != nil {
 		on := 0
 		if lc.TCPNoDelay {
 			on = 1
 		}
 		unix.SetsockoptInt(r.Conn().Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY, on)
 	}
-	return httpcore.OK
+	return httpcore.Declined
 }
 
 // variables are the module's: $document_root, $realpath_root, $request_filename.
