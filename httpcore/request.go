@@ -120,6 +120,15 @@ func (r *Request) Internal() bool { return r.redirects > 0 }
 // options or how it sends files (eventloop.Conn.SetSendfile).
 func (r *Request) Conn() eventloop.Conn { return r.c.conn }
 
+// ErrorStatus is the status an error_page imposes on the response being produced
+// (0: none), nginx's r->err_status: a content handler's filters see it, not 200.
+func (r *Request) ErrorStatus() int { return r.forceStatus }
+
+// ClearErrorStatus tells SendHeader that the head carries the error_page's status
+// already, as the handler's own filters may have changed it since (a 304 or 206 of
+// "error_page 404 =200 /file").
+func (r *Request) ClearErrorStatus() { r.forceStatus = 0 }
+
 // URIChanged reports that an internal redirect replaced the client's URI.
 func (r *Request) URIChanged() bool { return r.uriChanged }
 

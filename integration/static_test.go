@@ -252,6 +252,8 @@ const staticServer = `
 		location /chunk/ { alias ROOT/; sendfile on; sendfile_max_chunk 16k; }
 		location /ailocked/ { alias ROOT/locked/; autoindex on; }
 		location /ret { return 301 /elsewhere; }
+		location /ep/ { alias ROOT/; error_page 404 /page.html; expires 1h; }
+		location /ep2/ { alias ROOT/; error_page 404 =200 /page.html; }
 	}
 `
 
@@ -530,6 +532,14 @@ func TestStaticDifferential(t *testing.T) {
 		staticCase{"HEAD", "/nosf/dir2/m.bin", nil, 0},
 		staticCase{"GET", "/nosf/dir2/m.bin", map[string]string{"Range": "bytes=5-6,1000000-"}, 0},
 		staticCase{"GET", "/chunk/dir2/m.bin", nil, 0},
+		// A file as an error page.
+		staticCase{"GET", "/ep/missing", nil, 0},
+		staticCase{"GET", "/ep/missing", map[string]string{"If-None-Match": `*`}, 0},
+		staticCase{"GET", "/ep/missing", map[string]string{"Range": "bytes=0-1"}, 0},
+		staticCase{"HEAD", "/ep/missing", nil, 0},
+		staticCase{"GET", "/ep2/missing", nil, 0},
+		staticCase{"GET", "/ep2/missing", map[string]string{"If-None-Match": `*`}, 0},
+		staticCase{"GET", "/ep2/missing", map[string]string{"Range": "bytes=0-1"}, 0},
 		// The core's redirects.
 		staticCase{"GET", "/ret", nil, 0},
 		staticCase{"GET", "/ret", nil, 1},

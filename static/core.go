@@ -350,11 +350,17 @@ func contentHandler(r *httpcore.Request) httpcore.Status {
 	if !resp.ErrorPage && (!conditionals(req, r.Head()) || !r.DiscardRequestBody()) {
 		return 400
 	}
+	if st := r.ErrorStatus(); st != 0 && !resp.ErrorPage {
+		// An error_page's file: its status is the error's before the filters, so
+		// no 304, no ranges, no Last-Modified, as nginx's ngx_http_send_header.
+		resp.Status = st
+	}
 	st.h.Filter(req, lc, resp)
 	logEntry(r, resp)
 	if resp.ErrorPage {
 		return specialResponse(r, resp)
 	}
+	r.ClearErrorStatus() // resp.Status has it, through the filters
 	st.sendResponse(r, lc, resp)
 	return httpcore.Done
 }
