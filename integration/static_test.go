@@ -745,6 +745,9 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 			w.Header().Set("Location", "/elsewhere")
 			w.WriteHeader(302)
 			return
+		case "/ct/xaccel":
+			w.Header().Set("Content-Type", "application/x-custom")
+			w.Header().Set("X-Accel-Redirect", "/files/a.txt")
 		case "/ct/missing":
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(404)
@@ -752,8 +755,15 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		}
 		io.WriteString(w, "body\n")
 	})
+	files := t.TempDir()
+	if err := os.WriteFile(filepath.Join(files, "a.txt"), []byte("file a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 3, 9, 16, 5, 7, 0, time.UTC)
+	os.Chtimes(filepath.Join(files, "a.txt"), mtime, mtime)
 	block := func(port int) string {
 		return `server { listen 127.0.0.1:` + strconv.Itoa(port) + `;
+			location /files/ { alias ` + files + `/; internal; }
 			location /ct/ { proxy_pass http://` + be.Addr + `; expires 1h; charset utf-8; }
 			location /mod/ { proxy_pass http://` + be.Addr + `/ct/; expires modified 1d; }
 			location /none/ { expires epoch; charset utf-8; }
@@ -778,6 +788,7 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		{"GET", "/mod/lm", nil, 0},
 		{"GET", "/mod/plain", nil, 0},
 		{"GET", "/none/nothing", nil, 0},
+		{"GET", "/ct/xaccel", nil, 0},
 	}
 	for _, c := range cases {
 		var want, got staticAnswer

@@ -350,6 +350,11 @@ func contentHandler(r *httpcore.Request) httpcore.Status {
 	if !resp.ErrorPage && (!conditionals(req, r.Head()) || !r.DiscardRequestBody()) {
 		return 400
 	}
+	if ct := r.CarriedType(); len(ct) > 0 && !resp.ErrorPage {
+		// An X-Accel-Redirect's file keeps the upstream's Content-Type, as nginx's
+		// ngx_http_set_content_type leaves one that is set.
+		resp.ContentType = ct
+	}
 	if st := r.ErrorStatus(); st != 0 && !resp.ErrorPage {
 		// An error_page's file: its status is the error's before the filters, so
 		// no 304, no ranges, no Last-Modified, as nginx's ngx_http_send_header.
