@@ -836,3 +836,44 @@ func TestDefaultConfigServesFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticVariables: $document_root, $realpath_root and $request_filename, as
+// nginx has them, for root, alias (a symbolic link on the way) and a regex alias.
+func TestStaticVariables(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "real/sub"), 0o755)
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	block := func(port int) string {
+		v := `"$document_root|$realpath_root|$request_filename\n"`
+		return `server { listen 127.0.0.1:` + strconv.Itoa(port) + `; root ` + dir + `/link;
+			location /r/ { return 200 ` + v + `; }
+			location /a/ { alias ` + dir + `/link/sub/; return 200 ` + v + `; }
+			location ~ ^/re/(.*)$ { alias ` + dir + `/link/$1; return 200 ` + v + `; }
+			location /h/ { alias ` + dir + `/real/; add_header X-Root $document_root; add_header X-File $request_filename; }
+		}`
+	}
+	ngPort, npPort := freePort(t), freePort(t)
+	ngAddr, npAddr := "127.0.0.1:"+strconv.Itoa(ngPort), "127.0.0.1:"+strconv.Itoa(npPort)
+	startNginx(t, block(ngPort), ngAddr)
+	startHTTP(t, block(npPort), npAddr)
+	for _, target := range []string{"/r/x.txt", "/a/y/z", "/re/sub/q"} {
+		c := staticCase{"GET", target, nil, 0}
+		want, got := askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
+		if want.status != got.status || want.body != got.body {
+			t.Errorf("%s: nginx %d %q, numaproxy %d %q", target, want.status, want.body, got.status, got.body)
+		}
+	}
+	for _, addr := range []string{ngAddr, npAddr} {
+		resp, err := http.Get("http://" + addr + "/h/nothing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || resp.Header.Get("X-Root") != "" {
+			// add_header without always: not on a 404.
+			t.Errorf("%s: %d X-Root %q", addr, resp.StatusCode, resp.Header.Get("X-Root"))
+		}
+	}
+}

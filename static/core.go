@@ -41,7 +41,7 @@ type snapState struct {
 // filter only with expires or charset, and the tcp_nodelay handler only with
 // tcp_nodelay off somewhere.
 func initModule(s *httpcore.Setup) error {
-	var internal, tryFiles, filter, noDelayOff bool
+	var internal, tryFiles, filter, noDelayOff bool // tryFiles: or captures
 	ss := &snapState{vars: map[string]*httpcore.Template{}}
 	var err error
 	addVars := func(t *Template) {
@@ -77,8 +77,13 @@ func initModule(s *httpcore.Setup) error {
 		return err
 	}
 	s.SetState(key, ss)
-	if internal {
-		if err := s.AddHandler(httpcore.FindConfigPhase, internalHandler); err != nil {
+	if internal || tryFiles {
+		if err := s.AddHandler(httpcore.FindConfigPhase, findConfigHandler); err != nil {
+			return err
+		}
+	}
+	if noDelayOff {
+		if err := s.AddHandler(httpcore.PrecontentPhase, noDelayHandler); err != nil {
 			return err
 		}
 	}
@@ -254,37 +259,27 @@ func conditionals(req *Request, hd *http1.Request) bool {
 
 var empty = []byte{}
 
-// internalHandler is nginx's check at find config: a client's request for an
-// internal location is not found.
-func internalHandler(r *httpcore.Request) httpcore.Status {
-	if r.Location() != nil && !r.Internal() && confFor(r).Internal {
+// findConfigHandler runs once the core chose the location, as nginx's find config
+// phase: a client's request for an internal location is not found; the request's
+// context starts afresh, with the captures of a regex location whose file
+// templates name them (nginx takes them when the location matches).
+func findConfigHandler(r *httpcore.Request) httpcore.Status {
+	lc := confFor(r)
+	if lc == nil {
+		return httpcore.Declined
+	}
+	if r.Location() != nil && !r.Internal() && lc.Internal {
 		return 404
 	}
-	return httpcore.Declined
-}
-
-// requestState is the request's context, reset for the location it is in.
-func requestState(r *httpcore.Request) *reqState {
 	rs, _ := r.Ctx(key).(*reqState)
 	if rs == nil {
+		if !lc.captures && lc.TryFiles == nil {
+			return httpcore.Declined
+		}
 		rs = &reqState{}
 		r.SetCtx(key, rs)
 	}
 	rs.addURIToAlias, rs.caps, rs.subject = false, rs.caps[:0], rs.subject[:0]
-	return rs
-}
-
-// tryFilesHandler is nginx's try_files phase. It also takes the captures of a
-// regex location whose root, alias, index or try_files name them.
-func tryFilesHandler(r *httpcore.Request) httpcore.Status {
-	lc := confFor(r)
-	if lc == nil || (lc.TryFiles == nil && !lc.captures) {
-		if rs, _ := r.Ctx(key).(*reqState); rs != nil {
-			requestState(r)
-		}
-		return httpcore.Declined
-	}
-	rs := requestState(r)
 	if loc := r.Location(); lc.captures && loc != nil && loc.Regex != nil {
 		// Go's regexp has no call that fills a caller's slice: one allocation.
 		if m := loc.Regex.FindSubmatchIndex(r.URI()); m != nil {
@@ -292,8 +287,19 @@ func tryFilesHandler(r *httpcore.Request) httpcore.Status {
 			rs.subject = append(rs.subject, r.URI()...)
 		}
 	}
-	if lc.TryFiles == nil {
+	return httpcore.Declined
+}
+
+// tryFilesHandler is nginx's try_files phase.
+func tryFilesHandler(r *httpcore.Request) httpcore.Status {
+	lc := confFor(r)
+	if lc == nil || lc.TryFiles == nil {
 		return httpcore.Declined
+	}
+	rs, _ := r.Ctx(key).(*reqState)
+	if rs == nil {
+		rs = &reqState{} // a named location reached first: nothing to carry
+		r.SetCtx(key, rs)
 	}
 	st := stateOf(r)
 	req := st.fill(r, rs)
