@@ -877,3 +877,47 @@ func TestStaticVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticPipelined: pipelined requests for files (sent with sendfile, read,
+// ranges, errors) come back whole and in order on one connection, behind a file
+// the socket did not take at once.
+func TestStaticPipelined(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "d"), 0o755)
+	addr := addrFor(t)
+	startHTTP(t, `server { listen `+addr+`; root `+dir+`; sendfile on; tcp_nopush on;
+		location /off/ { alias `+dir+`/; sendfile off; } }`, addr)
+	c := dial(t, addr)
+	defer c.Close()
+	var req strings.Builder
+	targets := []string{"/big.bin", "/a.txt", "/d", "/missing", "/off/big.bin", "/a.txt", "/big.bin"}
+	for _, tg := range targets {
+		req.WriteString("GET " + tg + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	req.WriteString("GET /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=1-2\r\n\r\n")
+	if _, err := io.WriteString(c, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	want := []struct {
+		status int
+		body   []byte
+	}{{200, big}, {200, []byte("hello\n")}, {301, nil}, {404, nil}, {200, big}, {200, []byte("hello\n")}, {200, big}, {206, []byte("el")}}
+	for i, w := range want {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if resp.StatusCode != w.status || w.body != nil && !bytes.Equal(body, w.body) {
+			t.Fatalf("response %d: %d, %d bytes; want %d, %d bytes", i, resp.StatusCode, len(body), w.status, len(w.body))
+		}
+	}
+}
