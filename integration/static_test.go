@@ -315,7 +315,7 @@ func TestStaticDifferential(t *testing.T) {
 		ngAddrs[i], npAddrs[i] = "127.0.0.1:"+strconv.Itoa(ngPorts[i]), "127.0.0.1:"+strconv.Itoa(npPorts[i])
 	}
 	startStaticNginx(t, block(ngPorts), ngAddrs[:]...)
-	startStaticNumaproxy(t, block(npPorts), npAddrs[:]...)
+	np := startStaticNumaproxy(t, block(npPorts), npAddrs[:]...)
 
 	d := ft.mtime
 	lm := d.UTC().Format(http.TimeFormat)
@@ -564,6 +564,15 @@ func TestStaticDifferential(t *testing.T) {
 		if diff := compareStatic(want, got); diff != "" {
 			t.Errorf("%s:\n%s", name, diff)
 		}
+	}
+
+	// nginx's error-log lines, in its words.
+	for _, line := range []string{
+		`open() "` + ft.root + `/missing.txt" failed (2: No such file or directory)`,
+		`open() "` + ft.root + `/secret.txt" failed (13: Permission denied)`,
+		`directory index of "` + ft.root + `/dir2/" is forbidden`,
+	} {
+		np.waitLog(line)
 	}
 
 	// Where numaproxy differs on purpose: an alias in a location without a trailing
