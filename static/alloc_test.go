@@ -74,4 +74,3 @@ func TestSteadyPathAllocs(t *testing.T) {
 		t.Fatalf("%d allocations for %d requests", got, n*len(reqs))
 	}
 }
-
