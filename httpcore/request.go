@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	"bytes"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -215,6 +216,28 @@ func (r *Request) abortPending() {
 // fields of an upstream response in headers_out across an internal redirect).
 func (r *Request) Carry(name, value []byte) {
 	r.carried = append(append(append(append(r.carried, name...), ": "...), value...), "\r\n"...)
+}
+
+// Uncarry drops the carried fields called name (any case): a filter that sets the
+// field itself replaces what an earlier answer passed on, as nginx's expires
+// replaces an X-Accel-Redirect response's Expires and Cache-Control.
+func (r *Request) Uncarry(name string) {
+	b := r.carried
+	out := b[:0]
+	for len(b) > 0 {
+		end := bytes.Index(b, crlf)
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += len(crlf)
+		}
+		line := b[:end]
+		if colon := bytes.IndexByte(line, ':'); colon < 0 || !http1.EqualFold(line[:colon], name) {
+			out = append(out, line...) // in place: out never passes b
+		}
+		b = b[end:]
+	}
+	r.carried = out
 }
 
 // SetCarriedType sets the Content-Type the answer replacing this one takes when it

@@ -757,6 +757,11 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		case "/ct/xaccel":
 			w.Header().Set("Content-Type", "application/x-custom")
 			w.Header().Set("X-Accel-Redirect", "/files/a.txt")
+		case "/ct/xaccel2":
+			w.Header().Set("X-Accel-Redirect", "/files2/a.txt")
+			w.Header().Set("Accept-Ranges", "none")
+			w.Header().Set("Expires", "Thu, 01 Jan 2037 00:00:00 GMT")
+			w.Header().Set("Cache-Control", "private")
 		case "/ct/missing":
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(404)
@@ -773,6 +778,7 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 	block := func(port int) string {
 		return `server { listen 127.0.0.1:` + strconv.Itoa(port) + `;
 			location /files/ { alias ` + files + `/; internal; }
+			location /files2/ { alias ` + files + `/; internal; expires 1h; }
 			location /ct/ { proxy_pass http://` + be.Addr + `; expires 1h; charset utf-8; }
 			location /mod/ { proxy_pass http://` + be.Addr + `/ct/; expires modified 1d; }
 			location /none/ { expires epoch; charset utf-8; }
@@ -798,6 +804,8 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		{"GET", "/mod/plain", nil, 0},
 		{"GET", "/none/nothing", nil, 0},
 		{"GET", "/ct/xaccel", nil, 0},
+		{"GET", "/ct/xaccel2", nil, 0},
+		{"GET", "/ct/xaccel2", map[string]string{"Range": "bytes=0-1"}, 0},
 	}
 	for _, c := range cases {
 		var want, got staticAnswer

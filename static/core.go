@@ -397,6 +397,8 @@ func specialResponse(r *httpcore.Request, resp *Response) httpcore.Status {
 		r.Carry(contentRangeName, resp.ContentRange)
 	}
 	if resp.Expires != nil && !safeForHeaders(resp.Status) {
+		r.Uncarry("Expires")
+		r.Uncarry("Cache-Control")
 		r.Carry(expiresName, resp.Expires)
 		r.Carry(cacheControlName, resp.CacheControl)
 	}
@@ -429,6 +431,10 @@ func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Respon
 		}
 	}
 	add(etagName, resp.ETag)
+	if resp.Expires != nil {
+		r.Uncarry("Expires")
+		r.Uncarry("Cache-Control")
+	}
 	add(expiresName, resp.Expires)
 	add(cacheControlName, resp.CacheControl)
 	add(contentRangeName, resp.ContentRange)
@@ -562,6 +568,8 @@ func headerFilter(r *httpcore.Request) {
 		if sr.Expires != nil {
 			h.Del("Expires")
 			h.Del("Cache-Control")
+			r.Uncarry("Expires")
+			r.Uncarry("Cache-Control")
 			b := h.Buf()
 			from := len(b)
 			h.AddBuilt(expiresName, append(b, sr.Expires...), from)
