@@ -35,9 +35,9 @@ type snapState struct {
 	vars map[string]*httpcore.Template
 }
 
-// initModule adds the handlers the configuration needs: internal at find config
-// and try_files in the precontent phase only where some location has them, the
-// content handler (reached only by locations no other module serves), the header
+// initModule adds the handlers the configuration needs: the find config handler
+// (internal, the request's context, captures) and try_files in the precontent
+// phase only where some location has them, the content handler (reached only by locations no other module serves), the header
 // filter only with expires or charset, and the tcp_nodelay handler only with
 // tcp_nodelay off somewhere.
 func initModule(s *httpcore.Setup) error {
@@ -94,11 +94,6 @@ func initModule(s *httpcore.Setup) error {
 	}
 	if err := s.AddHandler(httpcore.ContentPhase, contentHandler); err != nil {
 		return err
-	}
-	if noDelayOff {
-		if err := s.AddHandler(httpcore.LogPhase, noDelayHandler); err != nil {
-			return err
-		}
 	}
 	if filter {
 		next := s.HeaderFilter()
