@@ -938,3 +938,39 @@ func TestStaticPipelined(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticOverTLS: files over TLS (userspace records here, the kernel's without
+// kTLS), with sendfile on and off, small and larger than the socket takes at once;
+// a folder's redirect says https.
+func TestStaticOverTLS(t *testing.T) {
+	f := newTLSFiles(t)
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "d"), 0o755)
+	addr := addrFor(t)
+	startHTTP(t, fmt.Sprintf(`server { listen %s ssl; server_name a.test; ssl_certificate %s; ssl_certificate_key %s;
+		root %s; sendfile on; tcp_nopush on;
+		location /off/ { alias %s/; sendfile off; } }`, addr, f.aEC, f.aECKey, dir, dir), addr)
+	cl := httpsClient(f.pool, addr, nil)
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, c := range []struct {
+		path   string
+		status int
+		body   []byte
+	}{{"/a.txt", 200, []byte("hello\n")}, {"/big.bin", 200, big}, {"/off/big.bin", 200, big}, {"/off/a.txt", 200, []byte("hello\n")}, {"/d", 301, nil}} {
+		resp, err := cl.Get("https://a.test" + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || c.body != nil && !bytes.Equal(body, c.body) {
+			t.Fatalf("%s: %d, %d bytes, %v", c.path, resp.StatusCode, len(body), err)
+		}
+		if c.status == 301 && !strings.HasPrefix(resp.Header.Get("Location"), "https://a.test:") {
+			t.Errorf("%s: Location %q", c.path, resp.Header.Get("Location"))
+		}
+	}
+}
