@@ -20,9 +20,10 @@
 // A parsed request goes through nginx's phases in order (Phase): post-read, server
 // rewrite (the server level's rewrite directives), find config (the core finds the
 // location, checks client_max_body_size, answers "/dir" with a 301 to "/dir/" where
-// the location asks for it), rewrite, post-rewrite (back to find config when a
-// rewrite changed $uri, Request.SetRewritten), preaccess, access, precontent,
-// content, and log when the request ends. A module adds handlers to a phase in its
+// the location asks for it; then module handlers may refuse it, as static's
+// internal), rewrite, post-rewrite (back to find config when a rewrite changed
+// $uri, Request.SetRewritten), preaccess, access, precontent, content, and log when
+// the request ends. A module adds handlers to a phase in its
 // Hooks.Init (Setup.AddHandler); each returns, as ngx_http_core_run_phases expects,
 // Declined (the next handler), OK (the next phase), Done (it took the request and
 // answers it itself), Again (it calls Request.RunPhases later) or an HTTP status,

@@ -333,11 +333,14 @@ func (c *conn) keepaliveDisabled() bool {
 }
 
 // appendAbsolute writes, before a Location value that starts with "/", the scheme,
-// host and port that make it absolute, as nginx's absolute_redirect (on by default)
-// does: the request's host without its port (else the local address), then the
-// local port unless it is the scheme's (80, 443).
+// host and port that make it absolute, as nginx's header filter with
+// absolute_redirect on (the default): the server's first name with
+// server_name_in_redirect, else the request's host without its port, else the local
+// address; then the local port unless it is the scheme's (80, 443) or
+// port_in_redirect is off.
 func (r *Request) appendAbsolute(h, location []byte) []byte {
-	if len(location) == 0 || location[0] != '/' || (len(location) > 1 && location[1] == '/') {
+	lcf := r.c.lcf
+	if !lcf.AbsoluteRedirect || len(location) == 0 || location[0] != '/' || (len(location) > 1 && location[1] == '/') {
 		return h
 	}
 	https := r.HTTPS()
@@ -347,7 +350,9 @@ func (r *Request) appendAbsolute(h, location []byte) []byte {
 		h = append(h, "http://"...)
 	}
 	local := r.c.local
-	if host := r.req.Host(); len(host) > 0 {
+	if lcf.ServerNameInRedirect {
+		h = append(h, r.serverName()...)
+	} else if host := r.req.Host(); len(host) > 0 {
 		h = AppendLowerHost(h, host)
 	} else if a := local.Addr(); a.Is6() && !a.Is4In6() {
 		h = append(h, '[')
@@ -356,7 +361,7 @@ func (r *Request) appendAbsolute(h, location []byte) []byte {
 	} else {
 		h = a.Unmap().AppendTo(h)
 	}
-	if p := local.Port(); https && p != 443 || !https && p != 80 {
+	if p := local.Port(); lcf.PortInRedirect && (https && p != 443 || !https && p != 80) {
 		h = append(h, ':')
 		h = strconv.AppendUint(h, uint64(p), 10)
 	}

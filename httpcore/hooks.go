@@ -126,10 +126,11 @@ type Setup struct {
 	phases [numPhases][]Handler
 }
 
-// AddHandler adds h to phase p, after the handlers added before it. The core's own
-// phases (find config, post-rewrite) take none.
+// AddHandler adds h to phase p, after the handlers added before it. Handlers of the
+// find config phase run once the core chose the location (nginx checks internal
+// there); the post-rewrite phase takes none.
 func (s *Setup) AddHandler(p Phase, h Handler) error {
-	if p == FindConfigPhase || p == PostRewritePhase || p >= numPhases {
+	if p == PostRewritePhase || p >= numPhases {
 		return fmt.Errorf("httpcore: no handlers in the %s phase", p)
 	}
 	s.phases[p] = append(s.phases[p], h)

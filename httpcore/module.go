@@ -81,6 +81,15 @@ func directives() []conf.Directive {
 		{Name: "large_client_header_buffers", Contexts: hs, Args: conf.Args2, Set: setLargeHeaderBuffers,
 			Syntax: "large_client_header_buffers number size;", Default: "4 8k",
 			Doc: "A request line longer than size gets 414, a header line longer than size 400, a head larger than number×size 400."},
+		{Name: "absolute_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.AbsoluteRedirect }, bitAbsoluteRedirect),
+			Syntax: "absolute_redirect on | off;", Default: "on",
+			Doc: "A Location the server makes itself (a folder's 301, return and error_page with a path, index and try_files redirects) that starts with \"/\" is sent absolute: scheme, host and port before the path. Off: as it is."},
+		{Name: "port_in_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.PortInRedirect }, bitPortInRedirect),
+			Syntax: "port_in_redirect on | off;", Default: "on",
+			Doc: "An absolute Location carries the port the client connected to (unless it is the scheme's 80 or 443). Off: never."},
+		{Name: "server_name_in_redirect", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ServerNameInRedirect }, bitServerNameInRedirect),
+			Syntax: "server_name_in_redirect on | off;", Default: "off",
+			Doc: "The host of an absolute Location is the server's first server_name; off: the request's Host (without its port), else the address the client connected to."},
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
@@ -158,6 +167,10 @@ type LocConf struct {
 	LimitRateAfter       *Template       // nil: 0
 	SatisfyAny           bool            // satisfy any
 
+	AbsoluteRedirect     bool
+	PortInRedirect       bool
+	ServerNameInRedirect bool
+
 	// handler is the location's content handler, set by the module whose directive
 	// the location carries (nginx's clcf->handler); not inherited.
 	handler Handler
@@ -202,6 +215,9 @@ const (
 	bitLimitRate
 	bitLimitRateAfter
 	bitSatisfy
+	bitAbsoluteRedirect
+	bitPortInRedirect
+	bitServerNameInRedirect
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -257,6 +273,8 @@ func defaults() LocConf {
 		MergeSlashes:           true,
 		ChunkedEncoding:        true,
 		KeepaliveDisable:       KeepaliveDisableMSIE6,
+		AbsoluteRedirect:       true,
+		PortInRedirect:         true,
 	}
 }
 
@@ -297,6 +315,9 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitLimitRate, Take: func(c, p *LocConf) { c.LimitRate = p.LimitRate }},
 	{Bit: bitLimitRateAfter, Take: func(c, p *LocConf) { c.LimitRateAfter = p.LimitRateAfter }},
 	{Bit: bitSatisfy, Take: func(c, p *LocConf) { c.SatisfyAny = p.SatisfyAny }},
+	{Bit: bitAbsoluteRedirect, Take: func(c, p *LocConf) { c.AbsoluteRedirect = p.AbsoluteRedirect }},
+	{Bit: bitPortInRedirect, Take: func(c, p *LocConf) { c.PortInRedirect = p.PortInRedirect }},
+	{Bit: bitServerNameInRedirect, Take: func(c, p *LocConf) { c.ServerNameInRedirect = p.ServerNameInRedirect }},
 }
 
 // HTTPConf is the core's config of the http block.

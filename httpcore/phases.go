@@ -67,7 +67,7 @@ func (r *Request) RunPhases() {
 			continue
 		case stepNotFound:
 			r.phase = len(e)
-			r.finalize(404) // nothing serves this location (numaproxy has no static files yet)
+			r.finalize(404) // nothing serves this location
 			return
 		}
 		i := r.phase
@@ -118,7 +118,7 @@ func (r *Request) access(rc Status) Status {
 		// A check that allows wins: the challenge of one that asked for
 		// credentials is not sent (nginx hides headers_out.www_authenticate).
 		r.accessCode = 0
-		r.uncarry("www-authenticate")
+		r.Uncarry("www-authenticate")
 		return OK
 	case 401, 403:
 		if r.accessCode != 401 {

@@ -136,6 +136,25 @@ func (r *Request) Args() ([]byte, bool) {
 	return r.req.Query()
 }
 
+// Internal reports a request that an internal redirect brought where it is (index,
+// try_files, error_page, X-Accel-Redirect), nginx's r->internal.
+func (r *Request) Internal() bool { return r.redirects > 0 }
+
+// Conn is the client connection as the loop's layers hand it to the core (a TLS or
+// PROXY protocol layer's connection, which a module may look through), for a content
+// handler that sets its socket options or how it sends files
+// (eventloop.Conn.SetSendfile).
+func (r *Request) Conn() eventloop.Conn { return r.c.conn }
+
+// ErrorStatus is the status an error_page imposes on the response being produced
+// (0: none), nginx's r->err_status: a content handler's filters see it, not 200.
+func (r *Request) ErrorStatus() int { return r.forceStatus }
+
+// ClearErrorStatus tells SendHeader that the head carries the error_page's status
+// already, as the handler's own filters may have changed it since (a 304 or 206 of
+// "error_page 404 =200 /file").
+func (r *Request) ClearErrorStatus() { r.forceStatus = 0 }
+
 // URIChanged reports that an internal redirect replaced the client's URI.
 func (r *Request) URIChanged() bool { return r.uriChanged }
 
@@ -194,10 +213,6 @@ func (r *Request) SetRemoteAddr(a netip.AddrPort) { r.remote, r.remoteSet = a, t
 
 // RemoteAddrSet reports that SetRemoteAddr ran for this request.
 func (r *Request) RemoteAddrSet() bool { return r.remoteSet }
-
-// Conn is the client connection as the loop's layers hand it to the core (a TLS
-// or PROXY protocol layer's connection, which a module may look through).
-func (r *Request) Conn() eventloop.Conn { return r.c.conn }
 
 // Worker is the loop's worker.
 func (r *Request) Worker() *Worker { return r.c.w }
@@ -262,21 +277,24 @@ func (r *Request) Carry(name, value []byte) {
 	r.carried = append(append(append(append(r.carried, name...), ": "...), value...), "\r\n"...)
 }
 
-// uncarry removes the carried fields called name.
-func (r *Request) uncarry(name string) {
+// Uncarry drops the carried fields called name (any case): a filter that sets the
+// field itself replaces what an earlier answer passed on, as nginx's expires
+// replaces an X-Accel-Redirect response's Expires and Cache-Control.
+func (r *Request) Uncarry(name string) {
 	b := r.carried
 	out := b[:0]
 	for len(b) > 0 {
 		end := bytes.Index(b, crlf)
 		if end < 0 {
-			end = len(b) - 2
+			end = len(b)
+		} else {
+			end += len(crlf)
 		}
-		line := b[:end+2]
-		b = b[end+2:]
-		if n := bytes.IndexByte(line, ':'); n >= 0 && http1.EqualFold(line[:n], name) {
-			continue
+		line := b[:end]
+		if colon := bytes.IndexByte(line, ':'); colon < 0 || !http1.EqualFold(line[:colon], name) {
+			out = append(out, line...) // in place: out never passes b
 		}
-		out = append(out, line...)
+		b = b[end:]
 	}
 	r.carried = out
 }

@@ -6,39 +6,36 @@
 // (not-modified, expires, charset, range). Debian's nginx 1.22 is the specification;
 // nginx_test.go compares the package's answers with its answers, request by request.
 //
-// The module is not registered in the binary: until the core calls it, its
-// directives are unknown there, as before.
+// core.go is the module in the HTTP core (cmd/numaproxy registers it after the
+// headers module, so its filter runs before add_header, as nginx's headers filter
+// sets Expires first). One Handler per event loop, its open file caches renewed at
+// each reload; one Response per loop, reused, since a request is answered in one
+// call: what the socket does not take of a file is queued on the connection with a
+// descriptor of its own. Phase by phase:
 //
-// How the core uses it, phase by phase (one Handler per event loop and snapshot,
-// one Response per request, reused):
-//
-//   - find config: after choosing the location, lc := ConfOf(loc) (ServerConf when
-//     none matched). A location marked internal answers a client's request with 404
-//     (lc.Internal && !internal).
+//   - find config (only when some location has internal, try_files or captures):
+//     lc := ConfOf(loc) (ServerConf when none matched); a location marked internal
+//     answers a client's request with 404; the request's context starts afresh,
+//     with a regex location's captures ($1..$9 of Vars) when its templates name
+//     them.
 //   - try_files (nginx's precontent phase): h.TryFiles(req, lc, resp). Declined: go
-//     on. Continue: resp.URI is the new $uri, same location (carry
-//     resp.AddURIToAlias into the Request). Redirect: internal redirect to resp.URI
-//     with resp.Args. Named: to the named location resp.URI, request unchanged.
-//     Send: the =code (resp.ErrorPage).
-//   - content, for a location without proxy_pass or return: h.Content(req, lc,
-//     resp) runs index, autoindex and static in nginx's order. Redirect is the index
-//     handler's internal redirect; Send is an answer.
-//   - header filters: h.Filter(req, lc, resp) runs nginx's filters over a Content
-//     answer (304/412, Expires, charset, 206/416, Last-Modified rules, absolute
-//     Location); Serve is Content then Filter. When the core has its own filter chain
-//     (so that expires and charset also reach proxied responses and error pages), it
-//     calls the pieces instead: NotModified, ExpiresFilter, Handler.CharsetFilter,
-//     Handler.RangeFilter, FinalHeader.
-//   - response: Status and the header fields of resp; ErrorPage means the core's
-//     special response (its page or error_page) with those fields. The body is
-//     resp.Body in order: literal bytes, or ranges of resp.File.Fd to send with
-//     sendfile(2) or pread(2) at their offsets (never the file position: a cached
-//     descriptor is shared by the loop's requests); none for HEAD. resp.Log is the
-//     error-log line nginx would write. Close resp.File (or Reset resp) once sent.
+//     on. Continue: resp.URI is the new $uri, same location (resp.AddURIToAlias is
+//     carried to the content phase). Redirect: internal redirect to resp.URI with
+//     resp.Args (the request's own without "?"). Named: to the named location
+//     resp.URI. Send: the =code.
+//   - content, for a location no other module serves: h.Content(req, lc, resp) runs
+//     index, autoindex and static in nginx's order, then h.Filter (304/412,
+//     Expires, charset, 206/416, Last-Modified rules) over the answer, with an
+//     error_page's status set first. A 200, 206 or 304 goes out as the module's own
+//     head and body (files with SendFile, or read into a pool buffer when small);
+//     ErrorPage is the core's special response (its page or error_page) with the
+//     Location, Content-Range and Expires the filters gave it.
+//   - header filter (only with expires or charset somewhere): ExpiresFilter and the
+//     charset rules over every other response, proxied ones and the core's pages.
 //
 // Variables (root or alias with them, index, try_files, disable_symlinks from=) come
-// from the core's registry through Vars; $document_root belongs to this module
-// (DocumentRoot). Template.VarNames lists the names to check at load time.
+// from the core's registry through Vars, checked where they are written; the module
+// adds $document_root, $realpath_root and $request_filename to the registry.
 //
 // Everything here runs on the loop. The file system calls (open, openat2, stat,
 // getdents for autoindex) block it for as long as the file system takes: microseconds

@@ -12,8 +12,7 @@ import (
 // Module declares the directives of nginx's static file serving: the core module's
 // file directives (root, alias, types, try_files, open_file_cache, sendfile ...),
 // index, autoindex, try_files, expires (headers module) and the header part of
-// charset. It is not registered in the binary yet: until the HTTP core wires it in,
-// these directives stay unknown, as they are today.
+// charset. core.go wires it into the HTTP core.
 var Module = &conf.Module{
 	Name:       "static",
 	Directives: directives(),
@@ -103,25 +102,25 @@ func directives() []conf.Directive {
 			Doc: "HTML listings show times in local time rather than UTC."},
 		{Name: "sendfile", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.Sendfile }, bitSendfile),
 			Syntax: "sendfile on | off;", Default: "off",
-			Doc: "Sends files with sendfile(2), without copying them through the process."},
+			Doc: "Sends files with sendfile(2) from the event loop, without copying them through the process; what the socket does not take waits for it to drain (other connections are served meanwhile). A file of up to 8 KiB is read and goes out with the response head in one write. Off: files are read with pread(2) into pool buffers as the socket drains."},
 		{Name: "sendfile_max_chunk", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int64 { return &c.SendfileMaxChunk }, bitSendfileMaxChunk),
 			Syntax: "sendfile_max_chunk size;", Default: "2m",
-			Doc: "Most bytes one sendfile call sends, so one fast client does not hold the loop (0: no limit)."},
+			Doc: "Most file bytes one connection sends per turn of the event loop (sendfile on or off), so one fast client does not hold the loop (0: no limit)."},
 		{Name: "tcp_nopush", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.TCPNoPush }, bitTCPNoPush),
 			Syntax: "tcp_nopush on | off;", Default: "off",
-			Doc: "With sendfile, sets TCP_CORK so the response head and the start of the file go out in full packets."},
+			Doc: "With sendfile, sets TCP_CORK while the response head and the file are handed to the kernel, so they go out in full packets; uncorked once the response is queued."},
 		{Name: "tcp_nodelay", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.TCPNoDelay }, bitTCPNoDelay),
 			Syntax: "tcp_nodelay on | off;", Default: "on",
-			Doc: "Sets TCP_NODELAY on keep-alive connections."},
-		{Name: "aio", Contexts: hsl, Args: conf.Args1, Set: setAIO, NoEffect: true,
-			Syntax: "aio on | off | threads[=pool];", Default: "off",
-			Doc: "numaproxy reads files on the loop (sendfile or read), as nginx with aio off; threads is accepted and reads stay on the loop; on is refused, as in Debian's nginx, which has no file AIO."},
+			Doc: "Client connections have TCP_NODELAY from the accept on (nginx sets it when a connection is kept alive); off clears it before the location's response, proxied or not."},
+		{Name: "aio", Contexts: hsl, Args: conf.Args1, Set: setAIO,
+			Syntax: "aio off;", Default: "off",
+			Doc: "Only off: numaproxy reads files on its event loops (sendfile, or pread with sendfile off), as nginx with aio off, so a cold disk blocks the loop as it blocks an nginx worker. threads and on are refused (on is also refused by Debian's nginx, which has no file AIO)."},
 		{Name: "directio", Contexts: hsl, Args: conf.Args1, Set: setDirectIO,
-			Syntax: "directio size | off;", Default: "off",
-			Doc: "Opens files of at least size with O_DIRECT (bypassing the page cache); they are read with aligned reads, not sendfile."},
-		{Name: "directio_alignment", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int64 { return &c.DirectIOAlignment }, bitDirectIOAlignment),
+			Syntax: "directio off;", Default: "off",
+			Doc: "Only off: files are sent through the page cache. A size (O_DIRECT for larger files, with aligned reads instead of sendfile) is refused."},
+		{Name: "directio_alignment", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int64 { return &c.DirectIOAlignment }, bitDirectIOAlignment), NoEffect: true,
 			Syntax: "directio_alignment size;", Default: "512",
-			Doc: "Alignment of reads from files opened with directio."},
+			Doc: "Accepted and validated; without directio it has nothing to align."},
 	}
 }
 
@@ -204,9 +203,12 @@ type LocConf struct {
 	SendfileMaxChunk  int64
 	TCPNoPush         bool
 	TCPNoDelay        bool
-	AIOThreads        bool  // aio threads: accepted, reads stay on the loop
 	DirectIO          int64 // DirectIOOff when off
 	DirectIOAlignment int64
+
+	// captures: the root, alias, index, try_files or disable_symlinks from= name
+	// regex captures ($1..$9), taken when a regex location matches (check sets it).
+	captures bool
 
 	set uint64
 }
@@ -345,7 +347,6 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitSendfileMaxChunk, Take: func(c, p *LocConf) { c.SendfileMaxChunk = p.SendfileMaxChunk }},
 	{Bit: bitTCPNoPush, Take: func(c, p *LocConf) { c.TCPNoPush = p.TCPNoPush }},
 	{Bit: bitTCPNoDelay, Take: func(c, p *LocConf) { c.TCPNoDelay = p.TCPNoDelay }},
-	{Bit: bitAIO, Take: func(c, p *LocConf) { c.AIOThreads = p.AIOThreads }},
 	{Bit: bitDirectIO, Take: func(c, p *LocConf) { c.DirectIO = p.DirectIO }},
 	{Bit: bitDirectIOAlignment, Take: func(c, p *LocConf) { c.DirectIOAlignment = p.DirectIOAlignment }},
 }
@@ -447,6 +448,9 @@ func setRoot(c *conf.Cursor, s *conf.Stmt) error {
 	if err != nil {
 		return s.InvalidValue(s.Args[0], err.Error())
 	}
+	if err := checkVars(c, s, s.Args[0], t); err != nil {
+		return err
+	}
 	lc.Alias, lc.AliasLen, lc.AliasWhole, lc.prefix = alias, 0, false, c.Config.Prefix
 	if alias && c.Location != nil {
 		lc.AliasLen = len(c.Location.Path)
@@ -480,6 +484,9 @@ func setIndex(c *conf.Cursor, s *conf.Stmt) error {
 		if err != nil {
 			return s.InvalidValue(a, err.Error())
 		}
+		if err := checkVars(c, s, a, t); err != nil {
+			return err
+		}
 		lc.Index = append(lc.Index, t)
 	}
 	return nil
@@ -507,6 +514,9 @@ func setTryFiles(c *conf.Cursor, s *conf.Stmt) error {
 		t, err := CompileTemplate(name)
 		if err != nil {
 			return s.InvalidValue(a, err.Error())
+		}
+		if err := checkVars(c, s, a, t); err != nil {
+			return err
 		}
 		tf.Name = t
 		lc.TryFiles = append(lc.TryFiles, tf)
@@ -666,6 +676,9 @@ func setDisableSymlinks(c *conf.Cursor, s *conf.Stmt) error {
 			if err != nil {
 				return s.InvalidValue(a, err.Error())
 			}
+			if err := checkVars(c, s, a, t); err != nil {
+				return err
+			}
 			lc.SymlinksFrom, fromSet = t, true
 		default:
 			return s.Errorf("invalid parameter %q", a.Value)
@@ -750,6 +763,8 @@ func setAutoindexFormat(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+// setAIO takes aio off only: numaproxy reads files on the loop, and a value that
+// would move reads off it (threads, or file AIO) cannot be honoured.
 func setAIO(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	if err := duplicate(lc, bitAIO, s); err != nil {
@@ -758,20 +773,19 @@ func setAIO(c *conf.Cursor, s *conf.Stmt) error {
 	v := s.Args[0].Value
 	switch {
 	case v == "off":
-		lc.AIOThreads = false
 	case v == "on":
 		return s.Errorf(`"aio on" is unsupported on this platform`)
 	case v == "threads" || strings.HasPrefix(v, "threads="):
-		if strings.Contains(v, "$") {
-			return s.InvalidValue(s.Args[0], "variables in aio are not supported")
-		}
-		lc.AIOThreads = true
+		return s.Errorf(`"aio %s" is not supported: numaproxy reads files on its event loops (sendfile or pread), as nginx with aio off`, v)
 	default:
 		return s.InvalidValue(s.Args[0], "")
 	}
 	return nil
 }
 
+// setDirectIO takes directio off only: O_DIRECT files need aligned reads outside
+// the page cache, which the loop's file sending (sendfile, pread into pool
+// buffers) does not do.
 func setDirectIO(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	if err := duplicate(lc, bitDirectIO, s); err != nil {
@@ -781,12 +795,10 @@ func setDirectIO(c *conf.Cursor, s *conf.Stmt) error {
 		lc.DirectIO = DirectIOOff
 		return nil
 	}
-	n, err := conf.ParseSize(s.Args[0].Value)
-	if err != nil {
+	if _, err := conf.ParseSize(s.Args[0].Value); err != nil {
 		return s.InvalidValue(s.Args[0], "")
 	}
-	lc.DirectIO = n
-	return nil
+	return s.Errorf(`"directio %s" is not supported: numaproxy sends files through the page cache (sendfile or pread), as nginx with directio off`, s.Args[0].Value)
 }
 
 // check gives every level without a root nginx's default, html under the prefix (the
@@ -801,6 +813,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		if lc.Root == nil && lc.RootTmpl == nil {
 			lc.Root = def
 		}
+		lc.captures = usesCaptures(lc)
 		if lc.prefix == "" {
 			lc.prefix = cfg.Prefix
 		}
@@ -833,4 +846,33 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		}
 	}
 	return nil
+}
+
+// usesCaptures reports a level whose file templates name regex captures.
+func usesCaptures(lc *LocConf) bool {
+	has := func(t *Template) bool {
+		if t == nil {
+			return false
+		}
+		for _, n := range t.VarNames() {
+			if isCapture(n) {
+				return true
+			}
+		}
+		return false
+	}
+	if has(lc.RootTmpl) || has(lc.SymlinksFrom) {
+		return true
+	}
+	for _, t := range lc.Index {
+		if has(t) {
+			return true
+		}
+	}
+	for _, tf := range lc.TryFiles {
+		if has(tf.Name) {
+			return true
+		}
+	}
+	return false
 }

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
-var testRegistry = conf.MustRegistry(Module)
+var testRegistry = conf.MustRegistry(httpcore.Module, Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
@@ -29,18 +30,6 @@ func mustConf(t testing.TB, src string) *conf.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// The module is not in the binary's registry: until the HTTP core wires it in, its
-// directives are unknown there, as they are today.
-func TestNotRegistered(t *testing.T) {
-	src, err := os.ReadFile("../cmd/numaproxy/modules.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(src), "static.") {
-		t.Fatal("cmd/numaproxy registers the static module; it must stay unreachable until the HTTP core calls it")
-	}
 }
 
 // Debian's /etc/nginx/mime.types, installed with nginx, parses through the types
@@ -84,7 +73,7 @@ func TestDefaults(t *testing.T) {
 		lc.Expires.Mode != ExpiresOff || lc.Charset != "" || !lc.LogNotFound || lc.DisableSymlinks != SymlinksOff ||
 		lc.OpenFileCache != nil || lc.CacheValid != time.Minute || lc.CacheMinUses != 1 || lc.CacheErrors ||
 		lc.Autoindex || !lc.AutoindexExactSize || lc.AutoindexFormat != FormatHTML || lc.AutoindexLocaltime ||
-		lc.Sendfile || lc.SendfileMaxChunk != 2<<20 || lc.TCPNoPush || !lc.TCPNoDelay || lc.AIOThreads ||
+		lc.Sendfile || lc.SendfileMaxChunk != 2<<20 || lc.TCPNoPush || !lc.TCPNoDelay ||
 		lc.DirectIO != DirectIOOff || lc.DirectIOAlignment != 512 || lc.Internal || lc.TryFiles != nil {
 		t.Errorf("defaults: %+v", lc)
 	}
@@ -171,7 +160,7 @@ func TestDirectiveValues(t *testing.T) {
 	server {
 		location /a { expires modified -1d; if_modified_since before; max_ranges 0; disable_symlinks if_not_owner from=$document_root; }
 		location /b { expires @15h30m; open_file_cache max=5 inactive=20s; open_file_cache_valid 2m; open_file_cache_min_uses 3; open_file_cache_errors on; }
-		location /c { expires epoch; aio threads=pool; directio 4m; directio_alignment 4k; sendfile on; sendfile_max_chunk 512k; tcp_nopush on; tcp_nodelay off; }
+		location /c { expires epoch; aio off; directio off; directio_alignment 4k; sendfile on; sendfile_max_chunk 512k; tcp_nopush on; tcp_nodelay off; }
 		location /d { expires max; charset utf-8; source_charset UTF-8; autoindex on; autoindex_format jsonp; autoindex_exact_size off; autoindex_localtime on; }
 		location /e { try_files $uri $uri/ @fallback; default_type application/octet-stream; etag off; log_not_found off; disable_symlinks on; }
 		location /f { try_files /a /b/ =418; root html; }
@@ -187,7 +176,7 @@ func TestDirectiveValues(t *testing.T) {
 		b.CacheValid != 2*time.Minute || b.CacheMinUses != 3 || !b.CacheErrors {
 		t.Errorf("b: %+v", b)
 	}
-	if c.Expires.Mode != ExpiresEpoch || !c.AIOThreads || c.DirectIO != 4<<20 || c.DirectIOAlignment != 4096 || !c.Sendfile ||
+	if c.Expires.Mode != ExpiresEpoch || c.DirectIO != DirectIOOff || c.DirectIOAlignment != 4096 || !c.Sendfile ||
 		c.SendfileMaxChunk != 512<<10 || !c.TCPNoPush || c.TCPNoDelay {
 		t.Errorf("c: %+v", c)
 	}
@@ -250,6 +239,8 @@ func TestDirectiveErrors(t *testing.T) {
 		"http { aio on; }":                                                               `"aio on" is unsupported on this platform`,
 		"http { aio sometimes; }":                                                        `invalid value "sometimes" in "aio" directive`,
 		"http { directio big; }":                                                         `invalid value "big" in "directio" directive`,
+		"http { aio threads; }":                                                          `"aio threads" is not supported`,
+		"http { directio 4m; }":                                                          `"directio 4m" is not supported`,
 		"http { sendfile_max_chunk lots; }":                                              `invalid value "lots" in "sendfile_max_chunk" directive`,
 		"http { types { include a b; } }":                                                `invalid number of arguments in "include" directive`,
 		"http { server { location / { alias /a; } location /b { root /x; root /y; } } }": `"root" directive is duplicate`,

@@ -13,14 +13,14 @@ func TestMapURI(t *testing.T) {
 		location /nos/ { alias /data/nos; }
 		location = /one { alias /data/one.txt; }
 		location ~ ^/re/(.*)$ { alias /data/re/$1; }
-		location /v/ { root $var/v; }
-		location /abs/ { root /x/$var; }
+		location /v/ { root $host/v; }
+		location /abs/ { root /x/$host; }
 		location /slash/ { root /; }
 		location /rel/ { root www/../x/; }
 	} }`)
 	srv := cfg.HTTP.Servers[0]
 	locs := srv.Locations
-	vars := mapVars{"var": "rel", "1": "cap.txt"}
+	vars := mapVars{"host": "rel", "1": "cap.txt"}
 	tests := []struct {
 		lc       *LocConf
 		uri      string

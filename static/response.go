@@ -145,7 +145,13 @@ func (e *LogEntry) AppendText(dst []byte) []byte {
 		}
 		dst = append(dst, " ("...)
 		dst = strconv.AppendInt(dst, int64(e.Errno), 10)
-		return append(append(append(dst, ": "...), e.Errno.Error()...), ')')
+		dst = append(dst, ": "...)
+		text := e.Errno.Error()
+		if c := text[0]; c >= 'a' && c <= 'z' {
+			// strerror's capital, as in nginx's log ("No such file or directory").
+			dst, text = append(dst, c-'a'+'A'), text[1:]
+		}
+		return append(append(dst, text...), ')')
 	}
 	switch e.Kind {
 	case LogFailed:

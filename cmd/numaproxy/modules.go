@@ -18,6 +18,7 @@ import (
 	"github.com/numaproxy/numaproxy/resolver"
 	"github.com/numaproxy/numaproxy/rewrite"
 	"github.com/numaproxy/numaproxy/splitclients"
+	"github.com/numaproxy/numaproxy/static"
 	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 	"github.com/numaproxy/numaproxy/varmap"
@@ -27,8 +28,9 @@ import (
 // Each package declares its own directives (and an HTTP module its variables, phase
 // handlers and filters, see httpcore.Hooks); adding a package here makes them known.
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
-// runs earlier.
+// runs earlier (static's expires before headers' add_header, as nginx's headers
+// filter).
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
 	httpcore.Module, resolver.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module,
-	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, tls.Module, proxyproto.Module,
-	varmap.Module, geo.Module, splitclients.Module, metrics.Module)
+	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, static.Module, tls.Module,
+	proxyproto.Module, varmap.Module, geo.Module, splitclients.Module, metrics.Module)

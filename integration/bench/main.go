@@ -36,7 +36,7 @@ func main() {
 	foreignMax := flag.Float64("foreign-max", 0.05, "share of CPU 0 that other processes may use before a run is repeated")
 	retries := flag.Int("retries", -1, "repeats of a run with foreign load on CPU 0 (default 3, 1 with -quick)")
 	proxies := flag.String("proxies", "numaproxy,nginx,haproxy,go-httputil", "proxies to compare, in interleaving order")
-	shapes := flag.String("shapes", "keepalive,close,large,openloop,idle,reload,gzip1,gzip5,limitreq,locality", "shapes to run")
+	shapes := flag.String("shapes", "keepalive,close,large,static-small,static-large,openloop,idle,reload,gzip1,gzip5,limitreq,locality", "shapes to run")
 	out := flag.String("out", "", "JSON results file (default integration/bench/results/<date>[-quick].json)")
 	noInstall := flag.Bool("no-install", false, "do not apt-get missing tools")
 	flag.Parse()
@@ -156,6 +156,10 @@ func run(opt options, outPath string, install bool) error {
 	if e.self, err = os.Executable(); err != nil {
 		return err
 	}
+	e.static = filepath.Join(tmp, "www")
+	if err := writeStaticFiles(e.static); err != nil {
+		return err
+	}
 	e.numaproxy = filepath.Join(tmp, "numaproxy")
 	logf("building numaproxy")
 	if e.revision, err = buildNumaproxy(root, e.numaproxy); err != nil {
@@ -216,11 +220,11 @@ func run(opt options, outPath string, install bool) error {
 			titles[s.Name] = fmt.Sprintf("%s, %s req/s", s.Title, commas(h.rate, 0))
 		}
 		procs := active
-		if s.nginxOnly {
+		if s.nginxOnly || s.files {
 			procs = nil
 			for _, p := range active {
 				if p != "numaproxy" && p != "nginx" {
-					h.skipped[s.Name+" "+p] = "no limit_req"
+					h.skipped[s.Name+" "+p] = map[bool]string{true: "serves no files", false: "no limit_req"}[s.files]
 					continue
 				}
 				procs = append(procs, p)

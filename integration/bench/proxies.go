@@ -25,6 +25,7 @@ const noFile = 20000
 // confData fills the config templates.
 type confData struct {
 	Dir, Listen, Upstream string
+	Static                string // the folder the static-file shapes serve (/static/)
 	NoFile, MaxConn       int
 	Domains               string // numa_domains argument, "" for none
 	Reload                bool   // the run reloads the proxy (nginx: reuseport; HAProxy: master-worker)

@@ -20,6 +20,7 @@ type env struct {
 	numaproxy string
 	nginx     string
 	haproxy   string
+	static    string // the files of the static shapes
 	revision  string
 	versions  map[string]string
 	missing   map[string]string // proxy name -> why it cannot run

@@ -87,12 +87,15 @@ type shapeDef struct {
 	reload    bool             // only proxies that can reload; started ready for it
 	gzip      bool             // only proxies that compress
 	nginxOnly bool             // only numaproxy and nginx (nginx's directives)
+	files     bool             // only servers that serve files (numaproxy, nginx)
 }
 
 var shapeDefs = []shapeDef{
 	{Name: "keepalive", Title: "keep-alive, ~100-byte response (wrk -t1 -c50)", measure: (*harness).keepAlive},
 	{Name: "close", Title: "new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: (*harness).newConn},
 	{Name: "large", Title: "1 MiB response (wrk -t1 -c10)", measure: (*harness).large},
+	{Name: "static-small", Title: "static file, keep-alive, 100 bytes (wrk -t1 -c50; sendfile on)", measure: (*harness).staticSmall, files: true},
+	{Name: "static-large", Title: "static file, 1 MiB (wrk -t1 -c10; sendfile on)", measure: (*harness).staticLarge, files: true},
 	{Name: "openloop", Title: "open loop at a fixed rate (50 keep-alive connections)", measure: (*harness).openLoop},
 	{Name: "idle", Title: "idle keep-alive connections (one request each)", measure: (*harness).idle},
 	{Name: "reload", Title: "reloads every 0.5 s under connection churn (wrk -t1 -c50 -H 'Connection: close'; nginx listens with reuseport)", measure: (*harness).reloadChurn, reload: true},
@@ -194,7 +197,8 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			res.Errors, res.ErrorKind = 1, err.Error()
 			return res
 		}
-		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload}
+		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload,
+			Static: h.env.static}
 		argv, err := def.command(h.env, dir, d)
 		if err != nil {
 			res.Errors, res.ErrorKind = 1, err.Error()
@@ -357,6 +361,42 @@ func gzipSize(url string) (int, error) {
 		return 0, fmt.Errorf("%s: the body does not decompress to the upstream's (%d bytes, %v)", url, len(plain), err)
 	}
 	return len(body), nil
+}
+
+// staticSmall and staticLarge fetch a file the server itself sends (location
+// /static/ with sendfile on): the same two files for numaproxy and nginx.
+func (h *harness) staticSmall(p *proc, addr netip.AddrPort, res *runResult) error {
+	_, err := h.wrkShape(p, addr, res, "/static/small.html", 50)
+	return err
+}
+
+func (h *harness) staticLarge(p *proc, addr netip.AddrPort, res *runResult) error {
+	r, err := h.wrkShape(p, addr, res, "/static/1m.bin", 10)
+	if err == nil && r.Seconds > 0 {
+		res.MBps = float64(r.Requests) * largeSize / r.Seconds / 1e6
+	}
+	return err
+}
+
+// writeStaticFiles makes the files of the static shapes, readable by nginx's
+// workers (nobody): the run's scratch folder is opened to them.
+func writeStaticFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	head, tail := "<!DOCTYPE html><html><head><title>bench</title></head><body>", "</body></html>\n"
+	small := head + strings.Repeat("x", 100-len(head)-len(tail)) + tail
+	if err := os.WriteFile(filepath.Join(dir, "small.html"), []byte(small), 0o644); err != nil {
+		return err
+	}
+	large := make([]byte, largeSize)
+	for i := range large {
+		large[i] = "0123456789abcdef"[i%16]
+	}
+	return os.WriteFile(filepath.Join(dir, "1m.bin"), large, 0o644)
 }
 
 // reloadDetail counts the reloads done during a run.

@@ -1,0 +1,76 @@
+//go:build !race
+
+package static
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/numaproxy/numaproxy/internal/testport"
+)
+
+// TestSteadyPathAllocs: files served through a real loop and the HTTP core (with
+// and without sendfile and open_file_cache, an index redirect, try_files, expires
+// and charset, a range) allocate nothing once pools and caches are warm. The race
+// detector allocates, so this runs without it.
+func TestSteadyPathAllocs(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"a.txt": "hello, world\n", "index.html": "<p>index</p>\n", "big.bin": string(bytes.Repeat([]byte("x"), 100<<10))} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(testport.Free(t))
+	startWorker(t, addr, `
+  server {
+    listen `+addr+`;
+    keepalive_requests 100000;
+    root `+dir+`;
+    location / { sendfile on; tcp_nopush on; }
+    location /off/ { alias `+dir+`/; sendfile off; }
+    location /c/ { alias `+dir+`/; open_file_cache max=10; expires 1h; charset utf-8; }
+    location /tf/ { alias `+dir+`/; try_files $uri =404; }
+  }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 256<<10)}
+	reqs := [][]byte{
+		[]byte("GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /off/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /off/big.bin HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /c/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /tf/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"),
+	}
+	for i := 0; i < 100; i++ {
+		for _, r := range reqs {
+			k.roundTrip(t, r)
+		}
+	}
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		for _, r := range reqs {
+			if st := k.roundTrip(t, r); st != 200 && st != 206 {
+				t.Fatalf("%q: status %d", r, st)
+			}
+		}
+	}
+	runtime.ReadMemStats(&after)
+	got := after.Mallocs - before.Mallocs
+	t.Logf("%d allocations for %d requests", got, n*len(reqs))
+	if got > n*uint64(len(reqs))/50 {
+		t.Fatalf("%d allocations for %d requests", got, n*len(reqs))
+	}
+}
