@@ -95,7 +95,7 @@ func directives() []conf.Directive {
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
 		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
 			Syntax: "internal;",
-			Doc:    "The location serves only internal requests (error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
+			Doc:    "The location (and those nested in it) serves only internal requests (index, try_files, error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
 		{Name: "satisfy", Contexts: hsl, Args: conf.Args1, Set: setSatisfy,
 			Syntax: "satisfy all | any;", Default: "all",
 			Doc: "How the access phase's checks (allow/deny, auth_basic, auth_request) combine: all must allow, or any one allowing is enough (then the answer, when none allows, is 401 if one asked for credentials, else 403)."},
@@ -178,7 +178,8 @@ type LocConf struct {
 	// 301 to it (nginx's clcf->auto_redirect, set by proxy_pass); not inherited.
 	autoRedirect bool
 
-	// internal: only internal requests may use the location (not inherited).
+	// internal: only internal requests may use the location (inherited, as
+	// nginx merges it).
 	internal bool
 
 	// nameRulesVary: on some address of this server, servers drop different field
@@ -218,6 +219,7 @@ const (
 	bitAbsoluteRedirect
 	bitPortInRedirect
 	bitServerNameInRedirect
+	bitInternal
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -315,6 +317,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitLimitRate, Take: func(c, p *LocConf) { c.LimitRate = p.LimitRate }},
 	{Bit: bitLimitRateAfter, Take: func(c, p *LocConf) { c.LimitRateAfter = p.LimitRateAfter }},
 	{Bit: bitSatisfy, Take: func(c, p *LocConf) { c.SatisfyAny = p.SatisfyAny }},
+	{Bit: bitInternal, Take: func(c, p *LocConf) { c.internal = p.internal }},
 	{Bit: bitAbsoluteRedirect, Take: func(c, p *LocConf) { c.AbsoluteRedirect = p.AbsoluteRedirect }},
 	{Bit: bitPortInRedirect, Take: func(c, p *LocConf) { c.PortInRedirect = p.PortInRedirect }},
 	{Bit: bitServerNameInRedirect, Take: func(c, p *LocConf) { c.ServerNameInRedirect = p.ServerNameInRedirect }},
@@ -415,9 +418,17 @@ func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
 }
 
 func setInternal(c *conf.Cursor, s *conf.Stmt) error {
-	locConf(c).internal = true
+	lc := locConf(c)
+	if lc.set&bitInternal != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	lc.internal = true
+	lc.set |= bitInternal
 	return nil
 }
+
+// Internal reports a location that serves internal requests only.
+func (lc *LocConf) Internal() bool { return lc.internal }
 
 func setSatisfy(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)

@@ -36,12 +36,12 @@ type snapState struct {
 }
 
 // initModule adds the handlers the configuration needs: the find config handler
-// (internal, the request's context, captures) and try_files in the precontent
+// (the request's context, captures) and try_files in the precontent
 // phase only where some location has them, the content handler (reached only by locations no other module serves), the header
 // filter only with expires or charset, and the tcp_nodelay handler only with
 // tcp_nodelay off somewhere.
 func initModule(s *httpcore.Setup) error {
-	var internal, tryFiles, filter, noDelayOff bool // tryFiles: or captures
+	var tryFiles, filter, noDelayOff bool // tryFiles: or captures
 	ss := &snapState{vars: map[string]*httpcore.Template{}}
 	var err error
 	addVars := func(t *Template) {
@@ -60,7 +60,6 @@ func initModule(s *httpcore.Setup) error {
 	}
 	httpcore.Walk(s.Config, self, func(v any) {
 		lc := v.(*LocConf)
-		internal = internal || lc.Internal
 		tryFiles = tryFiles || lc.TryFiles != nil || lc.captures
 		filter = filter || lc.Expires.Mode != ExpiresOff || lc.Charset != ""
 		noDelayOff = noDelayOff || !lc.TCPNoDelay
@@ -77,7 +76,7 @@ func initModule(s *httpcore.Setup) error {
 		return err
 	}
 	s.SetState(key, ss)
-	if internal || tryFiles {
+	if tryFiles {
 		if err := s.AddHandler(httpcore.FindConfigPhase, findConfigHandler); err != nil {
 			return err
 		}
@@ -255,16 +254,13 @@ func conditionals(req *Request, hd *http1.Request) bool {
 var empty = []byte{}
 
 // findConfigHandler runs once the core chose the location, as nginx's find config
-// phase: a client's request for an internal location is not found; the request's
-// context starts afresh, with the captures of a regex location whose file
+// phase (the core answers a client's request for an internal location): the
+// request's context starts afresh, with the captures of a regex location whose file
 // templates name them (nginx takes them when the location matches).
 func findConfigHandler(r *httpcore.Request) httpcore.Status {
 	lc := confFor(r)
 	if lc == nil {
 		return httpcore.Declined
-	}
-	if r.Location() != nil && !r.Internal() && lc.Internal {
-		return 404
 	}
 	rs, _ := r.Ctx(key).(*reqState)
 	if rs == nil {

@@ -40,9 +40,6 @@ func directives() []conf.Directive {
 		{Name: "try_files", Contexts: sl, Args: conf.Args2More, Set: setTryFiles,
 			Syntax: "try_files file ... uri | file ... =code;",
 			Doc:    "Serves the first file (or \"dir/\" folder) that exists under the root, else redirects internally to the last argument: a URI, a @named location or =code. Not inherited."},
-		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
-			Syntax: "internal;",
-			Doc:    "The location answers only internal redirects (index, try_files, error_page); a client's request for it gets 404."},
 		{Name: "types", Contexts: hsl, Args: conf.Args0, Block: true, Multi: true, Set: setTypes,
 			Syntax: "types { type extension ...; ... }", Default: "text/html html; image/gif gif; image/jpeg jpg;",
 			Doc: "Maps file name extensions (any case) to the Content-Type of files; nginx's mime.types can be included."},
@@ -170,7 +167,6 @@ type LocConf struct {
 
 	Index    []*Template // never empty once merged
 	TryFiles []TryFile   // nil: none here (try_files is not inherited)
-	Internal bool
 
 	Types       *Types
 	DefaultType []byte
@@ -249,7 +245,6 @@ const (
 const (
 	bitRoot = 1 << iota
 	bitIndex
-	bitInternal
 	bitTypes
 	bitDefaultType
 	bitETag
@@ -323,7 +318,6 @@ var inheritedFields = []conf.Inherited[LocConf]{
 		c.Root, c.RootTmpl, c.Alias, c.AliasLen, c.AliasWhole = p.Root, p.RootTmpl, p.Alias, p.AliasLen, p.AliasWhole
 	}},
 	{Bit: bitIndex, Take: func(c, p *LocConf) { c.Index = p.Index }},
-	{Bit: bitInternal, Take: func(c, p *LocConf) { c.Internal = p.Internal }},
 	{Bit: bitTypes, Take: func(c, p *LocConf) { c.Types = p.Types }},
 	{Bit: bitDefaultType, Take: func(c, p *LocConf) { c.DefaultType = p.DefaultType }},
 	{Bit: bitETag, Take: func(c, p *LocConf) { c.ETag = p.ETag }},
@@ -521,15 +515,6 @@ func setTryFiles(c *conf.Cursor, s *conf.Stmt) error {
 		tf.Name = t
 		lc.TryFiles = append(lc.TryFiles, tf)
 	}
-	return nil
-}
-
-func setInternal(c *conf.Cursor, s *conf.Stmt) error {
-	lc := locConf(c)
-	if err := duplicate(lc, bitInternal, s); err != nil {
-		return err
-	}
-	lc.Internal = true
 	return nil
 }
 

@@ -74,7 +74,7 @@ func TestDefaults(t *testing.T) {
 		lc.OpenFileCache != nil || lc.CacheValid != time.Minute || lc.CacheMinUses != 1 || lc.CacheErrors ||
 		lc.Autoindex || !lc.AutoindexExactSize || lc.AutoindexFormat != FormatHTML || lc.AutoindexLocaltime ||
 		lc.Sendfile || lc.SendfileMaxChunk != 2<<20 || lc.TCPNoPush || !lc.TCPNoDelay ||
-		lc.DirectIO != DirectIOOff || lc.DirectIOAlignment != 512 || lc.Internal || lc.TryFiles != nil {
+		lc.DirectIO != DirectIOOff || lc.DirectIOAlignment != 512 || lc.TryFiles != nil {
 		t.Errorf("defaults: %+v", lc)
 	}
 	for _, typ := range defaultCharsetTypes {
@@ -150,8 +150,9 @@ func TestInheritance(t *testing.T) {
 	if !z.CharsetTypes.Has([]byte("image/png"), nil) {
 		t.Error(`charset_types * matches any type`)
 	}
-	if !z.Internal || !zin.Internal || x.Internal {
-		t.Errorf("internal: z %v nested %v x %v", z.Internal, zin.Internal, x.Internal)
+	zc, zinc, xc := httpcore.LocationConf(srv.Locations[3]), httpcore.LocationConf(srv.Locations[3].Locations[0]), httpcore.LocationConf(srv.Locations[0])
+	if !zc.Internal() || !zinc.Internal() || xc.Internal() {
+		t.Errorf("internal (the core's, inherited as nginx merges it): z %v nested %v x %v", zc.Internal(), zinc.Internal(), xc.Internal())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/numaproxy/numaproxy/httpcore"
 	"io"
 	"net"
 	"net/http"
@@ -604,7 +605,7 @@ func askPackage(t *testing.T, h *Handler, srv *conf.Server, c diffCase, now int6
 		}
 		req.IfModifiedSince, req.IfUnmodifiedSince = hdr("If-Modified-Since"), hdr("If-Unmodified-Since")
 		req.IfMatch, req.IfNoneMatch, req.IfRange, req.Range = hdr("If-Match"), hdr("If-None-Match"), hdr("If-Range"), hdr("Range")
-		if lc.Internal && !internal {
+		if loc != nil && httpcore.LocationConf(loc).Internal() && !internal {
 			r.Reset()
 			r.fail(404)
 			h.Filter(req, lc, &r)
