@@ -305,3 +305,41 @@ func TestProxyProtocolToUpstream(t *testing.T) {
 		t.Errorf("nginx behind: %d %q, want %q", resp.StatusCode, body, want)
 	}
 }
+
+// TestRealIPFromProxyProtocol: real_ip_header proxy_protocol makes the PROXY
+// header's source the client address ($remote_addr, $remote_port,
+// X-Forwarded-For) when the peer is trusted, and not otherwise; $realip_remote_addr
+// keeps the peer. Compared with nginx on the same configuration (at the server
+// level: a location's realip runs in the preaccess phase, after return).
+func TestRealIPFromProxyProtocol(t *testing.T) {
+	np, ng := addrFor(t), addrFor(t)
+	body := func(addr string) string {
+		return `
+  real_ip_header proxy_protocol;
+  server {
+    listen ` + addr + ` proxy_protocol;
+    set_real_ip_from 127.0.0.1;
+    location /trusted { return 200 "$remote_addr|$remote_port|$realip_remote_addr|$proxy_add_x_forwarded_for"; }
+  }
+  server {
+    listen ` + addr + ` proxy_protocol;
+    server_name untrusted;
+    set_real_ip_from 10.0.0.0/8;
+    location /untrusted { return 200 "$remote_addr|$realip_remote_addr"; }
+  }`
+	}
+	startHTTP(t, body(np), np)
+	startNginx(t, body(ng), ng)
+	hdr := []byte("PROXY TCP4 192.0.2.1 192.0.2.2 1234 80\r\n")
+	for path, want := range map[string]string{
+		"/trusted":   "192.0.2.1|1234|127.0.0.1|192.0.2.1",
+		"/untrusted": "127.0.0.1|127.0.0.1",
+	} {
+		req := []byte("GET " + path + " HTTP/1.0\r\nHost: " + path[1:] + "\r\n\r\n")
+		got := ppBody(ppExchange(t, np, 0, hdr, req))
+		theirs := ppBody(ppExchange(t, ng, 0, hdr, req))
+		if got != want || theirs != want {
+			t.Errorf("%s: numaproxy %q, nginx %q, want %q", path, got, theirs, want)
+		}
+	}
+}

@@ -11,10 +11,10 @@
 // (httpcore.Request.SetRemoteAddr): the next request on the connection starts from
 // the peer's again.
 //
-// Where it differs from nginx: "real_ip_header proxy_protocol" is refused, since
-// listeners do not read the PROXY protocol yet (listen ... proxy_protocol is
-// refused too); "unix:" is accepted and never matches, numaproxy having no
-// unix-domain listeners.
+// "real_ip_header proxy_protocol" takes the source address and port of the
+// connection's PROXY protocol header (listen ... proxy_protocol) when the peer is
+// trusted, as nginx. Where it differs from nginx: "unix:" is accepted and never
+// matches, numaproxy having no unix-domain listeners.
 package realip
 
 import (
@@ -27,6 +27,7 @@ import (
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/internal/cidr"
+	"github.com/numaproxy/numaproxy/proxyproto"
 )
 
 // Module declares set_real_ip_from, real_ip_header and real_ip_recursive and the
@@ -53,7 +54,7 @@ func directives() []conf.Directive {
 			Doc:    "A trusted proxy: requests from it take the client address from real_ip_header. A name is resolved once, when the configuration is read. A level that sets any replaces all inherited ones. unix: is accepted and matches nothing (no unix-domain listeners)."},
 		{Name: "real_ip_header", Contexts: hsl, Args: conf.Args1, Set: setHeader,
 			Syntax: "real_ip_header field | X-Real-IP | X-Forwarded-For | proxy_protocol;", Default: "X-Real-IP",
-			Doc: "The request header that holds the client address (an address, with an optional port). X-Forwarded-For reads every such field, last address first. proxy_protocol is refused until listeners read the PROXY protocol."},
+			Doc: "The request header that holds the client address (an address, with an optional port). X-Forwarded-For reads every such field, last address first; proxy_protocol takes the address and port of the connection's PROXY protocol header."},
 		{Name: "real_ip_recursive", Contexts: hsl, Args: conf.Flag, Set: setRecursive,
 			Syntax: "real_ip_recursive on | off;", Default: "off",
 			Doc: "Off: the last address of the header is the client. On: the last address that is not a trusted proxy."},
@@ -66,6 +67,7 @@ type headerKind uint8
 const (
 	xRealIP headerKind = iota
 	xForwardedFor
+	proxyProtocol
 	otherHeader
 )
 
@@ -132,7 +134,7 @@ func setHeader(c *conf.Cursor, s *conf.Stmt) error {
 	case "X-Forwarded-For":
 		lc.kind = xForwardedFor
 	case "proxy_protocol":
-		return s.InvalidValue(s.Args[0], "the PROXY protocol is not read by listeners yet")
+		lc.kind = proxyProtocol
 	default:
 		if v == "" {
 			return s.InvalidValue(s.Args[0], "empty field name")
@@ -193,6 +195,11 @@ func handle(r *httpcore.Request) httpcore.Status {
 		a, ok = forwarded(peer, h.Value(i), lc.From, lc.Recursive)
 	case xForwardedFor:
 		a, ok = forwardedFor(r, peer, lc)
+	case proxyProtocol:
+		// nginx: the header's source address and port, from a trusted peer.
+		if src, has := proxyproto.SourceOf(r); has && lc.From.Contains(peer.Addr()) {
+			a, ok = src, true
+		}
 	}
 	if ok {
 		r.SetRemoteAddr(a)
