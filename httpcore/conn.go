@@ -277,7 +277,7 @@ func (c *conn) begin() {
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
-	r.limitRate, r.limitRateSet = 0, false
+	r.limitRate, r.limitRateSet, r.idSet = 0, false, false
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
 	r.remoteSet, r.accessCode = false, 0

@@ -23,7 +23,7 @@ var Module = &conf.Module{
 	MergeHTTP:  func(parent, child any) error { return child.(*LocConf).inherit(parent.(*LocConf)) },
 	Check:      check,
 	NewMain:    func() any { return &configVars{} },
-	Ctx:        &Hooks{Variables: coreVariables},
+	Ctx:        &Hooks{Variables: append(coreVariables, miscVariables...)},
 }
 
 const (

@@ -51,6 +51,8 @@ type Request struct {
 	logged       bool  // the log phase ran
 	done         bool  // finished: the connection went on (or is going) to the next request
 	headerSent   bool
+	id           [16]byte // $request_id, once idSet
+	idSet        bool
 	limitRate    int64 // SetLimitRate's, when limitRateSet
 	limitRateSet bool
 

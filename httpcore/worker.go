@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"sync/atomic"
@@ -36,7 +37,8 @@ type Worker struct {
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
-	stats    workerStats // client connection figures (connstats.go)
+	rng      *rand.ChaCha8 // $request_id's generator, made on first use
+	stats    workerStats   // client connection figures (connstats.go)
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call

@@ -372,3 +372,51 @@ func TestProxyRequestBuffering(t *testing.T) {
 		}
 	}
 }
+
+// TestMiscVariables: $request_id (32 hex digits, new for each request, the same
+// within one), $pid, $nginx_version, $tcpinfo_rtt and $upstream_cookie_NAME, beside
+// nginx's on the same configuration where the values can match.
+func TestMiscVariables(t *testing.T) {
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "other=1; Path=/")
+		w.Header().Add("Set-Cookie", "Session = abc123 ; HttpOnly")
+		io.WriteString(w, "ok")
+	})
+	conf := func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /id { add_header X-Id $request_id; add_header X-Id2 $request_id; return 200 "$request_id"; }
+    location /info { return 200 "$nginx_version|$tcpinfo_rtt|$pid"; }
+    location /cookie { add_header X-Cookie "[$upstream_cookie_session][$upstream_cookie_other][$upstream_cookie_none]"; proxy_pass http://` + up.Addr + `; }
+  }`
+	}
+	np, ng := pairWithNginx(t, conf)
+	seen := map[string]bool{}
+	for range 3 {
+		raw, err := roundTripRaw(t, np, "GET /id HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := parseResponses(t, raw, "GET")[0]
+		id := resp.Header.Get("X-Id")
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" || resp.Header.Get("X-Id2") != id || seen[id] {
+			t.Errorf("$request_id %q (second use %q), seen before %v", id, resp.Header.Get("X-Id2"), seen[id])
+		}
+		seen[id] = true
+	}
+	ours := strings.Split(bodyAfterHead(t, np, "GET /info HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"), "|")
+	theirs := strings.Split(bodyAfterHead(t, ng, "GET /info HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"), "|")
+	if len(ours) != 3 || ours[0] != theirs[0] || ours[1] == "" || ours[2] == "" || strings.Trim(ours[1]+ours[2], "0123456789") != "" {
+		t.Errorf("numaproxy %q, nginx %q", ours, theirs)
+	}
+	for _, a := range []string{np, ng} {
+		raw, err := roundTripRaw(t, a, "GET /cookie HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := parseResponses(t, raw, "GET")[0].Header.Get("X-Cookie"); got != "[abc123 ][1][]" { // nginx keeps the space before ";"
+			t.Errorf("%s: $upstream_cookie_: %q", a, got)
+		}
+	}
+}

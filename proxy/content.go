@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -285,6 +287,18 @@ var variables = []httpcore.Variable{
 		}
 		return dst
 	}},
+	{Name: "upstream_cookie_", Prefix: true, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
+		// nginx: the value of the cookie name in the upstream's Set-Cookie fields.
+		if ex := running(r); ex != nil && ex.status != 0 && ex.rbuf != nil {
+			h := &ex.resp.Headers
+			for i := h.Index("set-cookie", 0); i >= 0; i = h.Index("set-cookie", i+1) {
+				if v, ok := setCookieValue(h.Value(i), name); ok {
+					return append(dst, v...)
+				}
+			}
+		}
+		return dst
+	}},
 	{Name: "upstream_response_time", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		if ex := running(r); ex != nil && ex.status != 0 {
 			return httpcore.AppendSeconds(dst, ex.responseTime)
@@ -306,4 +320,19 @@ var ownVariables = func() *httpcore.Variables {
 func running(r *httpcore.Request) *exchange {
 	ex, _ := r.Pending().(*exchange)
 	return ex
+}
+
+// setCookieValue is the value of a Set-Cookie field whose cookie is called name (any
+// case, as nginx's ngx_http_parse_set_cookie_lines compares it).
+func setCookieValue(field []byte, name string) ([]byte, bool) {
+	pair := field
+	if i := bytes.IndexByte(pair, ';'); i >= 0 {
+		pair = pair[:i]
+	}
+	eq := bytes.IndexByte(pair, '=')
+	if eq < 0 || !http1.EqualFold(bytes.TrimSpace(pair[:eq]), name) {
+		return nil, false
+	}
+	// nginx keeps the spaces before the ";" (measured: "a = b ;" gives "b ").
+	return bytes.TrimLeft(pair[eq+1:], " \t"), true
 }
