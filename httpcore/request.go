@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -272,3 +273,7 @@ func (c *conn) failRequest(status int) {
 	}
 	c.respondStatus(status)
 }
+
+// Conn is the client connection as the loop's handler got it (a TLS layer's
+// connection for TLS addresses).
+func (r *Request) Conn() eventloop.Conn { return r.c.conn }

@@ -90,6 +90,10 @@ type Conn struct {
 	inWrite    bool
 	blockedDue bool // OnWriteBlocked arrived inside a write, for after it
 	closeErr   error
+
+	info         Info
+	ticketSID    [32]byte // the identifier in the ticket offered, for a resumption
+	hasTicketSID bool
 }
 
 var _ eventloop.Conn = (*Conn)(nil)
@@ -202,7 +206,11 @@ func (c *Conn) established() {
 	cs := c.tc.ConnectionState()
 	if cs.DidResume {
 		l.stats.Resumed.Add(1)
+		if c.hasTicketSID && !c.info.hasSID {
+			c.info.sid, c.info.hasSID = c.ticketSID, true
+		}
 	}
+	c.info.set(&cs)
 	held := 0
 	if l.support != nil {
 		var done bool
@@ -291,12 +299,13 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 	c.state = stateKernel
 	c.tc, c.src = nil, nil
 	raw := c.raw
-	raw.SetContext(nil)
+	kcn := &kconn{Conn: raw, info: c.info}
+	raw.SetContext(kcn)
 	l.watch, l.watchClosed = raw, false
-	l.inner.OnOpen(raw)
+	l.inner.OnOpen(kcn)
 	if n > 0 && !l.watchClosed {
 		if _, err := raw.Write(nil); err == nil { // still open: not closing, not closed
-			l.inner.OnData(raw, l.plain[:n])
+			l.inner.OnData(kcn, l.plain[:n])
 		}
 	}
 	l.watch = nil

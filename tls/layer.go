@@ -2,7 +2,6 @@ package tls
 
 import (
 	stdtls "crypto/tls"
-	"encoding/binary"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -144,27 +143,36 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 		cfg.KeyLogWriter = &l.keylog
 	}
 	timeout := sc.SessionTimeout
-	if !cfg.SessionTicketsDisabled && (timeout > 0 || l.support != nil) {
+	if !cfg.SessionTicketsDisabled {
+		// Tickets carry their issue time (ssl_session_timeout) and the session's
+		// identifier ($ssl_session_id).
 		cfg.WrapSession = func(cs stdtls.ConnectionState, ss *stdtls.SessionState) ([]byte, error) {
-			if c := l.cur; c != nil && c.appSecrets {
-				c.appTickets++ // sent under the application traffic key
+			var sid [32]byte
+			if c := l.cur; c != nil {
+				if c.appSecrets {
+					c.appTickets++ // sent under the application traffic key
+				}
+				if cs.DidResume && c.hasTicketSID {
+					c.info.sid, c.info.hasSID = c.ticketSID, true
+				}
+				sid = *c.info.SessionID()
 			}
-			if timeout > 0 {
-				stampSession(ss, time.Now())
-			}
+			stampSession(ss, time.Now(), &sid)
 			return cfg.EncryptTicket(cs, ss)
 		}
-		if timeout > 0 {
-			cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
-				ss, err := cfg.DecryptTicket(identity, cs)
-				if err != nil || ss == nil {
-					return nil, nil
-				}
-				if t, ok := sessionStamp(ss); !ok || time.Since(t) > timeout {
-					return nil, nil // a full handshake, as after nginx's ssl_session_timeout
-				}
-				return ss, nil
+		cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
+			ss, err := cfg.DecryptTicket(identity, cs)
+			if err != nil || ss == nil {
+				return nil, nil
 			}
+			issued, sid, ok := sessionStamp(ss)
+			if !ok || timeout > 0 && time.Since(issued) > timeout {
+				return nil, nil // a full handshake, as after nginx's ssl_session_timeout
+			}
+			if c := l.cur; c != nil {
+				c.ticketSID, c.hasTicketSID = sid, true
+			}
+			return ss, nil
 		}
 	}
 	l.clones[sc] = cfg
@@ -183,31 +191,6 @@ func (l *Layer) configForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, 
 	}
 	c.sc = sc
 	return l.config(sc), nil
-}
-
-// sessionStampTag marks the Extra entry holding a ticket's issue time.
-const sessionStampTag = "numaproxy-issued:"
-
-func stampSession(ss *stdtls.SessionState, now time.Time) {
-	e := make([]byte, len(sessionStampTag)+8)
-	copy(e, sessionStampTag)
-	binary.BigEndian.PutUint64(e[len(sessionStampTag):], uint64(now.Unix()))
-	for i, x := range ss.Extra {
-		if len(x) == len(e) && string(x[:len(sessionStampTag)]) == sessionStampTag {
-			ss.Extra[i] = e
-			return
-		}
-	}
-	ss.Extra = append(ss.Extra, e)
-}
-
-func sessionStamp(ss *stdtls.SessionState) (time.Time, bool) {
-	for _, x := range ss.Extra {
-		if len(x) == len(sessionStampTag)+8 && string(x[:len(sessionStampTag)]) == sessionStampTag {
-			return time.Unix(int64(binary.BigEndian.Uint64(x[len(sessionStampTag):])), 0), true
-		}
-	}
-	return time.Time{}, false
 }
 
 // buffers allocates the loop's buffers on first use, on the loop's thread.
@@ -240,38 +223,50 @@ func (l *Layer) OnOpen(raw eventloop.Conn) {
 
 // OnData implements eventloop.Handler.
 func (l *Layer) OnData(raw eventloop.Conn, data []byte) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onData(data)
-		return
+	case *kconn:
+		l.inner.OnData(c, data)
+	default:
+		l.inner.OnData(raw, data)
 	}
-	l.inner.OnData(raw, data)
 }
 
 // OnWriteBlocked implements eventloop.Handler.
 func (l *Layer) OnWriteBlocked(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onWriteBlocked()
-		return
+	case *kconn:
+		l.inner.OnWriteBlocked(c)
+	default:
+		l.inner.OnWriteBlocked(raw)
 	}
-	l.inner.OnWriteBlocked(raw)
 }
 
 // OnWritable implements eventloop.Handler.
 func (l *Layer) OnWritable(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onWritable()
-		return
+	case *kconn:
+		l.inner.OnWritable(c)
+	default:
+		l.inner.OnWritable(raw)
 	}
-	l.inner.OnWritable(raw)
 }
 
 // OnTimeout implements eventloop.Handler.
 func (l *Layer) OnTimeout(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onTimeout()
-		return
+	case *kconn:
+		l.inner.OnTimeout(c)
+	default:
+		l.inner.OnTimeout(raw)
 	}
-	l.inner.OnTimeout(raw)
 }
 
 // OnClose implements eventloop.Handler.
@@ -279,9 +274,12 @@ func (l *Layer) OnClose(raw eventloop.Conn, err error) {
 	if raw == l.watch {
 		l.watchClosed = true
 	}
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onClose(err)
-		return
+	case *kconn:
+		l.inner.OnClose(c, err)
+	default:
+		l.inner.OnClose(raw, err)
 	}
-	l.inner.OnClose(raw, err)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // Module declares the ssl_* directives (nginx's ngx_http_ssl_module). Their
@@ -20,6 +21,7 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &SrvConf{} },
 	MergeHTTP:  func(parent, child any) error { child.(*SrvConf).inherit(parent.(*SrvConf)); return nil },
 	Check:      check,
+	Ctx:        &httpcore.Hooks{Variables: variables},
 }
 
 const hs = conf.HTTPCtx | conf.ServerCtx
@@ -313,6 +315,9 @@ func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
 		SessionTicketsDisabled: sc.noTickets,
 		// nginx writes records of ssl_buffer_size (16k) from the first byte.
 		DynamicRecordSizingDisabled: true,
+		// ALPN as nginx without HTTP/2: http/1.1, and a client that offers only
+		// protocols the server lacks fails the handshake.
+		NextProtos: []string{"http/1.1"},
 	}
 	if sc.set&bitProtocols != 0 {
 		cfg.MinVersion, cfg.MaxVersion = sc.minVersion, sc.maxVersion

@@ -124,3 +124,54 @@ func (l *Leaf) WriteFiles(dir, name string) (certFile, keyFile string, err error
 	}
 	return certFile, keyFile, err
 }
+
+// ClientOptions shape a client certificate (IssueClient).
+type ClientOptions struct {
+	// RawSubject is the DER subject; nil: CN=client.
+	RawSubject []byte
+	Serial     *big.Int // nil: random
+	NotBefore  time.Time
+	NotAfter   time.Time // zero: a day from now
+}
+
+// IssueClient makes an ECDSA client certificate (extended key usage clientAuth).
+func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if o.Serial == nil {
+		if o.Serial, err = rand.Int(rand.Reader, big.NewInt(1<<62)); err != nil {
+			return nil, err
+		}
+	}
+	if o.NotBefore.IsZero() {
+		o.NotBefore = time.Now().Add(-time.Hour)
+	}
+	if o.NotAfter.IsZero() {
+		o.NotAfter = time.Now().Add(24 * time.Hour)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: o.Serial,
+		Subject:      pkix.Name{CommonName: "client"},
+		RawSubject:   o.RawSubject,
+		NotBefore:    o.NotBefore,
+		NotAfter:     o.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	l := &Leaf{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+	return l, err
+}
