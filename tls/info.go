@@ -20,8 +20,9 @@ type Info struct {
 	Resumed    bool
 	// Peer is the client's certificate chain as sent; Verify is nginx's
 	// $ssl_client_verify ("NONE", "SUCCESS", "FAILED:reason").
-	Peer   []*x509.Certificate
-	Verify string
+	Peer      []*x509.Certificate
+	Verify    string
+	verifyErr verifyErr
 	// sid is the session's identifier: crypto/tls has none on the server side,
 	// so numaproxy makes one per session (kept in its tickets) when first asked.
 	sid    [32]byte
@@ -50,6 +51,21 @@ func (i *Info) set(cs *stdtls.ConnectionState) {
 	i.Peer = cs.PeerCertificates
 	if i.Verify == "" {
 		i.Verify = verifyNone
+	}
+}
+
+// verified records the outcome of a client certificate's verification.
+func (i *Info) verified(v *verifier, chain []*x509.Certificate) {
+	switch {
+	case len(chain) == 0:
+		i.Verify, i.verifyErr = verifyNone, verifyOK
+	default:
+		i.verifyErr = v.check(chain, time.Now())
+		if i.verifyErr == verifyOK {
+			i.Verify = verifySuccess
+		} else {
+			i.Verify = "FAILED:" + i.verifyErr.String()
+		}
 	}
 }
 

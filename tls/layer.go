@@ -20,6 +20,8 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds the handshakes this configuration starts; 0
 	// leaves Options.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+
+	verifier *verifier // client certificates (ssl_verify_client); nil: none asked
 }
 
 // Router picks the configuration of a connection. Its methods run on the loop
@@ -141,6 +143,14 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 	cfg.GetConfigForClient = l.configForClient
 	if l.support != nil {
 		cfg.KeyLogWriter = &l.keylog
+	}
+	if v := sc.verifier; v != nil {
+		cfg.VerifyConnection = func(cs stdtls.ConnectionState) error {
+			if c := l.cur; c != nil {
+				c.info.verified(v, cs.PeerCertificates)
+			}
+			return nil // as nginx, the request is refused, not the handshake
+		}
 	}
 	timeout := sc.SessionTimeout
 	if !cfg.SessionTicketsDisabled {

@@ -5,6 +5,7 @@ import (
 	stdtls "crypto/tls"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +22,10 @@ var Module = &conf.Module{
 	NewHTTP:    func() any { return &SrvConf{} },
 	MergeHTTP:  func(parent, child any) error { child.(*SrvConf).inherit(parent.(*SrvConf)); return nil },
 	Check:      check,
-	Ctx:        &httpcore.Hooks{Variables: variables},
 }
+
+// The hooks refer to Module (ConfOf): set apart to break the initialisation cycle.
+func init() { Module.Ctx = &httpcore.Hooks{Variables: variables, Init: initModule} }
 
 const hs = conf.HTTPCtx | conf.ServerCtx
 
@@ -52,6 +55,21 @@ func directives() []conf.Directive {
 		{Name: "ssl_session_tickets", Contexts: hs, Args: conf.Flag, Set: setSessionTickets,
 			Syntax: "ssl_session_tickets on | off;", Default: "on",
 			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys are random per configuration load and shared by every loop; a reload makes new ones, as in nginx."},
+		{Name: "ssl_verify_client", Contexts: hs, Args: conf.Args1, Set: setVerifyClient,
+			Syntax: "ssl_verify_client on | off | optional | optional_no_ca;", Default: "off",
+			Doc: "Asks clients for a certificate and verifies it against ssl_client_certificate and ssl_trusted_certificate. The handshake completes whatever the outcome, as nginx's; a request then gets 400 \"No required SSL certificate was sent\" (496) when on and none came, and 400 \"The SSL certificate error\" (495) when verification failed, except for an unknown issuer with optional_no_ca. $ssl_client_verify says NONE, SUCCESS or FAILED:reason with OpenSSL's reasons."},
+		{Name: "ssl_verify_depth", Contexts: hs, Args: conf.Args1, Set: setVerifyDepth,
+			Syntax: "ssl_verify_depth number;", Default: "1",
+			Doc: "The most CA certificates between a client's certificate and the trusted one (OpenSSL's depth)."},
+		{Name: "ssl_client_certificate", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.clientCA }, bitClientCA),
+			Syntax: "ssl_client_certificate file;",
+			Doc:    "PEM CA certificates that verify client certificates; their names are sent to clients in the certificate request."},
+		{Name: "ssl_trusted_certificate", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.trustedCA }, bitTrustedCA),
+			Syntax: "ssl_trusted_certificate file;",
+			Doc:    "PEM CA certificates that verify client certificates without being named to clients."},
+		{Name: "ssl_crl", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.crl }, bitCRL),
+			Syntax: "ssl_crl file;",
+			Doc:    "PEM certificate revocation lists checked for every certificate of a client's chain below the trusted one (as nginx, each CA's CRL must be there: a missing one fails verification)."},
 	}
 }
 
@@ -69,6 +87,11 @@ type SrvConf struct {
 	ciphers             []uint16
 	sessionTimeout      time.Duration
 	noTickets           bool
+	verify              verifyMode
+	verifyDepth         int
+	clientCA, trustedCA fileRef
+	crl                 fileRef
+	verifyPos           conf.Pos
 	set                 uint32
 
 	// Built is the server's configuration once Check loaded its certificates;
@@ -84,6 +107,11 @@ const (
 	bitPrefer
 	bitTimeout
 	bitTickets
+	bitVerify
+	bitDepth
+	bitClientCA
+	bitTrustedCA
+	bitCRL
 )
 
 // ConfOf returns the ssl settings of a server; nil when the configuration was
@@ -113,6 +141,21 @@ func (c *SrvConf) inherit(p *SrvConf) {
 	}
 	if c.set&bitTickets == 0 {
 		c.noTickets = p.noTickets
+	}
+	if c.set&bitVerify == 0 {
+		c.verify, c.verifyPos = p.verify, p.verifyPos
+	}
+	if c.set&bitDepth == 0 {
+		c.verifyDepth = p.verifyDepth
+	}
+	if c.set&bitClientCA == 0 {
+		c.clientCA = p.clientCA
+	}
+	if c.set&bitTrustedCA == 0 {
+		c.trustedCA = p.trustedCA
+	}
+	if c.set&bitCRL == 0 {
+		c.crl = p.crl
 	}
 	c.set |= p.set
 }
@@ -244,6 +287,93 @@ func setSessionTickets(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+func setVerifyClient(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitVerify != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	m, ok := map[string]verifyMode{"off": verifyOff, "on": verifyOn, "optional": verifyOptional, "optional_no_ca": verifyOptionalNoCA}[s.Args[0].Value]
+	if !ok {
+		return s.InvalidValue(s.Args[0], "it must be \"on\", \"off\", \"optional\" or \"optional_no_ca\"")
+	}
+	sc.verify, sc.verifyPos = m, s.Pos
+	sc.set |= bitVerify
+	return nil
+}
+
+func setVerifyDepth(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitDepth != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	n, err := strconv.Atoi(s.Args[0].Value)
+	if err != nil || n < 0 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	sc.verifyDepth = n
+	sc.set |= bitDepth
+	return nil
+}
+
+func setCAFile(field func(*SrvConf) *fileRef, bit uint32) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		sc := srvConf(c)
+		if sc.set&bit != 0 {
+			return s.Errorf("%q directive is duplicate", s.Name)
+		}
+		v := s.Args[0].Value
+		if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+			return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+		}
+		*field(sc) = fileRef{path: c.Path(v), pos: s.Pos}
+		sc.set |= bit
+		return nil
+	}
+}
+
+// initModule adds the check of client certificates (nginx's, in
+// ngx_http_process_request) where some server verifies them.
+func initModule(s *httpcore.Setup) error {
+	if s.Config.HTTP == nil {
+		return nil
+	}
+	for _, srv := range s.Config.HTTP.Servers {
+		if sc := ConfOf(srv); sc != nil && sc.verify != verifyOff {
+			return s.AddHandler(httpcore.PostReadPhase, checkClientCert)
+		}
+	}
+	return nil
+}
+
+// checkClientCert answers 495 (verification failed) or 496 (none sent) as nginx
+// does for the server the request is for.
+func checkClientCert(r *httpcore.Request) httpcore.Status {
+	srv := r.Server()
+	if srv == nil {
+		return httpcore.Declined
+	}
+	sc := ConfOf(srv)
+	info := InfoOf(r.Conn())
+	if sc == nil || sc.verify == verifyOff || info == nil {
+		return httpcore.Declined
+	}
+	if info.verifyErr != 0 && (sc.verify != verifyOptionalNoCA || !info.verifyErr.optional()) {
+		r.Log().Info("client SSL certificate verify error: " + info.Verify)
+		return statusCertError
+	}
+	if sc.verify == verifyOn && len(info.Peer) == 0 {
+		r.Log().Info("client sent no required SSL certificate")
+		return statusNoCert
+	}
+	return httpcore.Declined
+}
+
+// nginx's internal statuses, answered as 400 with their own pages.
+const (
+	statusCertError = 495
+	statusNoCert    = 496
+)
+
 // check loads the certificates of every server that has some, and requires them
 // of the default server of every address some listen marks ssl (nginx's rule).
 func check(cfg *conf.Config, self *conf.Module) error {
@@ -335,5 +465,17 @@ func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
 	if sc.set&bitTimeout == 0 {
 		timeout = 5 * time.Minute
 	}
-	return &ServerConfig{TLS: cfg, SessionTimeout: timeout}, nil
+	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout}
+	if sc.verify != verifyOff {
+		v, err := sc.buildVerifier()
+		if err != nil {
+			return nil, err
+		}
+		out.verifier = v
+		// Every certificate is taken; the layer verifies it (VerifyConnection)
+		// and the request is refused later, as in nginx.
+		cfg.ClientAuth = stdtls.RequestClientCert
+		cfg.ClientCAs = v.named
+	}
+	return out, nil
 }

@@ -292,11 +292,12 @@ func appendEscaped2253(dst []byte, s string) []byte {
 	return dst
 }
 
-// appendDNLegacy is X509_NAME_oneline (nginx's *_dn_legacy): "/" before each
-// attribute, the RDNs in order, bytes outside ' '..'~' as \xXX.
+// appendDNLegacy is X509_NAME_oneline (nginx's *_dn_legacy): the attributes in
+// order, "/" before each RDN and "+" inside one, bytes outside ' '..'~' as
+// \xXX, "/" and "+" escaped with a backslash.
 func appendDNLegacy(dst, raw []byte) []byte {
 	const digits = "0123456789ABCDEF"
-	attrs, _, ok := parseName(raw)
+	attrs, rdn, ok := parseName(raw)
 	if !ok {
 		return dst
 	}
@@ -306,7 +307,11 @@ func appendDNLegacy(dst, raw []byte) []byte {
 		if !known {
 			name = a.Type.String()
 		}
-		dst = append(dst, '/')
+		if i > 0 && rdn[i] == rdn[i-1] {
+			dst = append(dst, '+')
+		} else {
+			dst = append(dst, '/')
+		}
 		dst = append(dst, name...)
 		dst = append(dst, '=')
 		v := string(a.Value.Bytes)
@@ -315,9 +320,12 @@ func appendDNLegacy(dst, raw []byte) []byte {
 		}
 		for j := 0; j < len(v); j++ {
 			b := v[j]
-			if b < ' ' || b > '~' {
+			switch {
+			case b < ' ' || b > '~':
 				dst = append(dst, '\\', 'x', digits[b>>4], digits[b&15])
-			} else {
+			case b == '/' || b == '+':
+				dst = append(dst, '\\', b)
+			default:
 				dst = append(dst, b)
 			}
 		}

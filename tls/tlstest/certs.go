@@ -48,7 +48,7 @@ func NewCA() (*CA, error) {
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
@@ -131,7 +131,7 @@ type ClientOptions struct {
 	RawSubject []byte
 	Serial     *big.Int // nil: random
 	NotBefore  time.Time
-	NotAfter   time.Time // zero: a day from now
+	NotAfter   time.Time // zero: a day and a half from now
 }
 
 // IssueClient makes an ECDSA client certificate (extended key usage clientAuth).
@@ -149,7 +149,7 @@ func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
 		o.NotBefore = time.Now().Add(-time.Hour)
 	}
 	if o.NotAfter.IsZero() {
-		o.NotAfter = time.Now().Add(24 * time.Hour)
+		o.NotAfter = time.Now().Add(36 * time.Hour)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: o.Serial,
@@ -174,4 +174,44 @@ func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
 	}
 	l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM)
 	return l, err
+}
+
+// Intermediate makes a CA signed by ca; its PEM is its own certificate.
+func (ca *CA) Intermediate() (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(2),
+		Subject:               pkix.Name{CommonName: "numaproxy test intermediate CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, Pool: ca.Pool, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// CRL is a PEM revocation list of ca that revokes the given serial numbers.
+func (ca *CA) CRL(revoked ...*big.Int) ([]byte, error) {
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
+			x509.RevocationListEntry{SerialNumber: s, RevocationTime: time.Now().Add(-time.Minute)})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), nil
 }
