@@ -1,6 +1,7 @@
 package tls
 
 import (
+	"crypto/rand"
 	stdtls "crypto/tls"
 	"net/netip"
 	"sync/atomic"
@@ -22,6 +23,11 @@ type ServerConfig struct {
 	HandshakeTimeout time.Duration
 
 	verifier *verifier // client certificates (ssl_verify_client); nil: none asked
+
+	// sessions, else a per-loop cache of builtinCache bytes: tickets are
+	// identifiers of sessions kept there (ssl_session_cache with tickets off).
+	sessions     *sessionCache
+	builtinCache int
 }
 
 // Router picks the configuration of a connection. Its methods run on the loop
@@ -71,9 +77,10 @@ type Layer struct {
 	support *Support
 	stats   *Stats
 
-	clones map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
-	cur    *Conn                            // the connection whose handshake runs now
-	keylog keyLog
+	clones  map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
+	builtin map[*ServerConfig]*sessionCache  // this loop's ssl_session_cache builtin
+	cur     *Conn                            // the connection whose handshake runs now
+	keylog  keyLog
 
 	plain []byte // decrypted input on its way to the inner handler
 	out   []byte // records of one write, sent with one socket write
@@ -104,7 +111,8 @@ func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
 	if opts.Stats == nil {
 		opts.Stats = &Stats{}
 	}
-	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{}}
+	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{},
+		builtin: map[*ServerConfig]*sessionCache{}}
 	if opts.KTLS {
 		l.support = opts.Support
 		if l.support == nil {
@@ -124,6 +132,7 @@ func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
 func (l *Layer) SetRouter(r Router) {
 	l.router = r
 	clear(l.clones)
+	clear(l.builtin)
 }
 
 // Stats returns the counters.
@@ -153,9 +162,15 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 		}
 	}
 	timeout := sc.SessionTimeout
+	store := sc.sessions
+	if store == nil && sc.builtinCache > 0 {
+		store = newSessionCache("builtin", sc.builtinCache)
+		l.builtin[sc] = store
+	}
 	if !cfg.SessionTicketsDisabled {
 		// Tickets carry their issue time (ssl_session_timeout) and the session's
-		// identifier ($ssl_session_id).
+		// identifier ($ssl_session_id); with a cache, a ticket is the key of
+		// the session kept there.
 		cfg.WrapSession = func(cs stdtls.ConnectionState, ss *stdtls.SessionState) ([]byte, error) {
 			var sid [32]byte
 			if c := l.cur; c != nil {
@@ -167,11 +182,32 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 				}
 				sid = *c.info.SessionID()
 			}
-			stampSession(ss, time.Now(), &sid)
-			return cfg.EncryptTicket(cs, ss)
+			now := time.Now()
+			stampSession(ss, now, &sid)
+			if store == nil {
+				return cfg.EncryptTicket(cs, ss)
+			}
+			state, err := ss.Bytes()
+			if err != nil {
+				return nil, err
+			}
+			id := make([]byte, 32)
+			rand.Read(id)
+			expires := now.Add(7 * 24 * time.Hour)
+			if timeout > 0 {
+				expires = now.Add(timeout)
+			}
+			store.put([32]byte(id), state, expires)
+			return id, nil
 		}
 		cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
-			ss, err := cfg.DecryptTicket(identity, cs)
+			var ss *stdtls.SessionState
+			var err error
+			if store == nil {
+				ss, err = cfg.DecryptTicket(identity, cs)
+			} else if state := store.get(identity, time.Now()); state != nil {
+				ss, err = stdtls.ParseSessionState(state)
+			}
 			if err != nil || ss == nil {
 				return nil, nil
 			}

@@ -54,7 +54,13 @@ func directives() []conf.Directive {
 			Doc: "How long a session ticket may resume a session."},
 		{Name: "ssl_session_tickets", Contexts: hs, Args: conf.Flag, Set: setSessionTickets,
 			Syntax: "ssl_session_tickets on | off;", Default: "on",
-			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys are random per configuration load and shared by every loop; a reload makes new ones, as in nginx."},
+			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys come from ssl_session_ticket_key, else are random per configuration load and shared by every loop (a reload makes new ones, as in nginx). Off with an ssl_session_cache, the tickets name sessions kept in the cache."},
+		{Name: "ssl_session_cache", Contexts: hs, Args: conf.Args1 | conf.Args2, Set: setSessionCache,
+			Syntax: "ssl_session_cache off | none | [builtin[:size]] [shared:name:size];", Default: "none",
+			Doc: "A cache of sessions on the server. crypto/tls resumes only from tickets, so it is used when ssl_session_tickets is off: the tickets are then identifiers of sessions kept in the cache (stateful tickets, as OpenSSL's with tickets off), for TLS 1.3 and for TLS 1.2 clients that accept tickets; TLS 1.2 resumption by session ID alone (clients without tickets) is not available. shared:name:size is one cache for every loop of the process, bounded by size and kept across reloads that keep its name and size; builtin[:size] (size in sessions, default 20480) is a cache per loop, as nginx's per worker. With tickets on, tickets carry the sessions as before and the cache is not used."},
+		{Name: "ssl_session_ticket_key", Contexts: hs, Args: conf.Args1, Multi: true, Set: setTicketKey,
+			Syntax: "ssl_session_ticket_key file;",
+			Doc:    "A file of 48 or 80 random bytes (nginx's formats) from which the key that encrypts and decrypts session tickets is derived; with several, the first encrypts and all decrypt, so keys rotate by adding a new file first. numaproxy's tickets are crypto/tls's, so a file shares sessions between numaproxy instances, not with nginx. Without it, keys are random per configuration load."},
 		{Name: "ssl_verify_client", Contexts: hs, Args: conf.Args1, Set: setVerifyClient,
 			Syntax: "ssl_verify_client on | off | optional | optional_no_ca;", Default: "off",
 			Doc: "Asks clients for a certificate and verifies it against ssl_client_certificate and ssl_trusted_certificate. The handshake completes whatever the outcome, as nginx's; a request then gets 400 \"No required SSL certificate was sent\" (496) when on and none came, and 400 \"The SSL certificate error\" (495) when verification failed, except for an unknown issuer with optional_no_ca. $ssl_client_verify says NONE, SUCCESS or FAILED:reason with OpenSSL's reasons."},
@@ -92,6 +98,8 @@ type SrvConf struct {
 	clientCA, trustedCA fileRef
 	crl                 fileRef
 	verifyPos           conf.Pos
+	cache               sessionCacheConf
+	ticketKeys          []fileRef
 	set                 uint32
 
 	// Built is the server's configuration once Check loaded its certificates;
@@ -112,6 +120,8 @@ const (
 	bitClientCA
 	bitTrustedCA
 	bitCRL
+	bitCache
+	bitTicketKeys
 )
 
 // ConfOf returns the ssl settings of a server; nil when the configuration was
@@ -156,6 +166,12 @@ func (c *SrvConf) inherit(p *SrvConf) {
 	}
 	if c.set&bitCRL == 0 {
 		c.crl = p.crl
+	}
+	if c.set&bitCache == 0 {
+		c.cache = p.cache
+	}
+	if c.set&bitTicketKeys == 0 {
+		c.ticketKeys = p.ticketKeys
 	}
 	c.set |= p.set
 }
@@ -284,6 +300,17 @@ func setSessionTickets(c *conf.Cursor, s *conf.Stmt) error {
 	}
 	sc.noTickets = !on
 	sc.set |= bitTickets
+	return nil
+}
+
+func setTicketKey(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	v := s.Args[0].Value
+	if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+		return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+	}
+	sc.ticketKeys = append(sc.ticketKeys, fileRef{path: c.Path(v), pos: s.Pos})
+	sc.set |= bitTicketKeys
 	return nil
 }
 
@@ -426,7 +453,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 }
 
 // build loads the server's certificates and makes its crypto/tls configuration.
-func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
+func (sc *SrvConf) build(loadKey [32]byte) (*ServerConfig, error) {
 	if len(sc.keyFiles) < len(sc.certFiles) {
 		f := sc.certFiles[len(sc.keyFiles)]
 		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate_key\" is defined for certificate \"%s\"", f.path)}
@@ -460,12 +487,32 @@ func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
 		}
 		cfg.Certificates = append(cfg.Certificates, cert)
 	}
-	cfg.SetSessionTicketKeys([][32]byte{ticketKey})
+	keys := [][32]byte{loadKey}
+	if len(sc.ticketKeys) > 0 {
+		keys = keys[:0]
+		for _, f := range sc.ticketKeys {
+			k, err := ticketKey(f)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+	}
+	cfg.SetSessionTicketKeys(keys)
 	timeout := sc.sessionTimeout
 	if sc.set&bitTimeout == 0 {
 		timeout = 5 * time.Minute
 	}
 	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout}
+	if sc.noTickets && sc.cache.mode == cacheOn {
+		// Sessions kept in the cache, tickets naming them.
+		cfg.SessionTicketsDisabled = false
+		if sc.cache.hasShared {
+			out.sessions = sharedCache(sc.cache.sharedName, sc.cache.sharedSize)
+		} else {
+			out.builtinCache = sc.cache.builtinSize
+		}
+	}
 	if sc.verify != verifyOff {
 		v, err := sc.buildVerifier()
 		if err != nil {
