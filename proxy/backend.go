@@ -14,6 +14,7 @@ import (
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -186,12 +187,22 @@ func (ex *exchange) connect() bool {
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
 		if idle, reqs := ex.st.takeIdle(p.Key()); idle != nil {
-			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
-			idle.SetContext(ex)
-			ex.send()
-			return ex.connected()
+			if tls.Same(idle, ex.lc.Pass.TLS) {
+				ex.conn, ex.reused, ex.connReqs = idle, true, reqs
+				idle.SetContext(ex)
+				ex.send()
+				return ex.connected()
+			}
+			idle.SetContext(nil) // another location's TLS (or none) to the same server
+			idle.Close()
 		}
-		conn, err := ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
+		var conn eventloop.Conn
+		var err error
+		if cc := ex.lc.Pass.TLS; cc != nil {
+			conn, err = ex.st.tls.Dial(ex.st.w.Loop(), p.Addr, ex.dialOptions(p.Unix), cc, ex)
+		} else {
+			conn, err = ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
+		}
 		var setup *eventloop.SetupError
 		if err != nil && (localDialError(err) || errors.As(err, &setup)) {
 			// This host is out of descriptors or memory, or could not set the socket

@@ -8,6 +8,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -133,6 +134,7 @@ type loopState struct {
 	w         *httpcore.Worker
 	log       *slog.Logger
 	backends  backendHandler
+	tls       *tls.Client // https upstreams: TLS around backends
 	balancers map[*upstream.Group]*upstream.Balancer
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	freeIdle  []*idleConn                    // recycled idleConn structs
@@ -140,12 +142,14 @@ type loopState struct {
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
-	return &loopState{
+	st := &loopState{
 		w: w, log: w.Log(),
 		balancers: map[*upstream.Group]*upstream.Balancer{},
 		idle:      map[upstream.PeerKey]*idleList{},
 		scratch:   make([]byte, 0, 4<<10),
 	}
+	st.tls = tls.NewClient(&st.backends)
+	return st
 }
 
 // Reload drops the balancers and idle upstream connections of groups that are
@@ -192,8 +196,10 @@ var variables = []httpcore.Variable{
 			return append(dst, "localhost"...) // as nginx for a unix-domain socket
 		}
 		host := ex.lc.Pass.Host
-		if len(host) > 3 && host[len(host)-3:] == ":80" {
+		if !ex.lc.Pass.HTTPS && len(host) > 3 && host[len(host)-3:] == ":80" {
 			host = host[:len(host)-3]
+		} else if ex.lc.Pass.HTTPS && len(host) > 4 && host[len(host)-4:] == ":443" {
+			host = host[:len(host)-4]
 		}
 		return append(dst, host...)
 	}},

@@ -91,6 +91,12 @@ type Conn struct {
 	blockedDue bool // OnWriteBlocked arrived inside a write, for after it
 	closeErr   error
 
+	// client: a connection to an upstream (Client.Dial), the handshake bounded
+	// by hsTimeout; what the inner handler wrote before it ended waits in early.
+	client    *ClientConfig
+	hsTimeout time.Duration
+	early     []byte
+
 	info         Info
 	ticketSID    [32]byte // the identifier in the ticket offered, for a resumption
 	hasTicketSID bool
@@ -134,7 +140,11 @@ func (c *Conn) onData(data []byte) {
 func (c *Conn) resume() {
 	l := c.layer
 	if c.next == nil {
-		c.tc = stdtls.Server(&c.tr, l.config(c.sc))
+		if c.client != nil {
+			c.tc = stdtls.Client(&c.tr, l.clientConfig(c.client))
+		} else {
+			c.tc = stdtls.Server(&c.tr, l.config(c.sc))
+		}
 		c.next, c.stop = iter.Pull(c.handshake)
 	}
 	l.cur = c
@@ -177,7 +187,13 @@ func (c *Conn) failHandshake(err error) {
 		l.stats.Timeouts.Add(1)
 	}
 	l.cur = nil
-	if log := c.raw.Loop(); log != nil {
+	if c.client != nil {
+		// The upstream's handler hears of it as the connection's end.
+		c.closeErr = fmt.Errorf("SSL handshake with upstream: %w", err)
+		if err == errHandshakeTimeout {
+			c.closeErr = fmt.Errorf("SSL handshake with upstream: %w", eventloop.ErrDialTimeout)
+		}
+	} else if log := c.raw.Loop(); log != nil {
 		log.Logger().Info("TLS handshake failed", "client", c.raw.RemoteAddr().String(), "err", err.Error())
 	}
 	c.raw.Close()
@@ -211,6 +227,21 @@ func (c *Conn) established() {
 		}
 	}
 	c.info.set(&cs)
+	if c.client != nil {
+		c.state, c.opened, c.mode = stateOpen, true, modeStream
+		if len(c.early) > 0 {
+			early := c.early
+			c.early = nil
+			if _, err := c.Write(early); err != nil {
+				return
+			}
+		}
+		l.inner.OnOpen(c)
+		if c.state == stateOpen {
+			c.deliver()
+		}
+		return
+	}
 	held := 0
 	if l.support != nil {
 		var done bool
@@ -472,6 +503,16 @@ func (c *Conn) onClose(err error) {
 		c.abandon()
 		c.tc = nil
 		c.wipeSecrets()
+		if c.client != nil {
+			c.layer.inner.OnClose(c, err)
+		}
+		return
+	}
+	if c.client != nil && !c.opened {
+		if c.closeErr != nil {
+			err = c.closeErr
+		}
+		c.layer.inner.OnClose(c, err)
 		return
 	}
 	c.tc = nil
@@ -494,6 +535,10 @@ func (c *Conn) onKick(*eventloop.Timer) {
 // Write implements eventloop.Conn: p is sealed into records sent with one
 // socket write (queued as the raw conn queues).
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.client != nil && c.state == stateHandshake {
+		c.early = append(c.early, p...)
+		return len(p), nil
+	}
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
@@ -507,6 +552,14 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // Writev implements eventloop.Conn: the pieces are gathered into full records.
 func (c *Conn) Writev(bufs [][]byte) (int, error) {
+	if c.client != nil && c.state == stateHandshake {
+		n := 0
+		for _, b := range bufs {
+			c.early = append(c.early, b...)
+			n += len(b)
+		}
+		return n, nil
+	}
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
@@ -583,6 +636,11 @@ func (c *Conn) Close() error {
 	case stateClosed:
 		return eventloop.ErrClosed
 	case stateClosing:
+		return c.raw.Close()
+	case stateHandshake: // an upstream connection given up while handshaking
+		c.state = stateClosing
+		c.abandon()
+		c.early = nil
 		return c.raw.Close()
 	}
 	c.state = stateClosing

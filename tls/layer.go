@@ -79,8 +79,11 @@ type Layer struct {
 
 	clones  map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
 	builtin map[*ServerConfig]*sessionCache  // this loop's ssl_session_cache builtin
-	cur     *Conn                            // the connection whose handshake runs now
-	keylog  keyLog
+
+	client       bool                             // connections to upstreams (Client)
+	clientClones map[*ClientConfig]*stdtls.Config // this loop's copies, with their session caches
+	cur          *Conn                            // the connection whose handshake runs now
+	keylog       keyLog
 
 	plain []byte // decrypted input on its way to the inner handler
 	out   []byte // records of one write, sent with one socket write
@@ -112,7 +115,7 @@ func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
 		opts.Stats = &Stats{}
 	}
 	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{},
-		builtin: map[*ServerConfig]*sessionCache{}}
+		builtin: map[*ServerConfig]*sessionCache{}, clientClones: map[*ClientConfig]*stdtls.Config{}}
 	if opts.KTLS {
 		l.support = opts.Support
 		if l.support == nil {
@@ -251,6 +254,17 @@ func (l *Layer) buffers() {
 
 // OnOpen implements eventloop.Handler.
 func (l *Layer) OnOpen(raw eventloop.Conn) {
+	if l.client {
+		// Connected to an upstream: the client speaks first.
+		if c, ok := raw.Context().(*Conn); ok {
+			l.buffers()
+			if c.hsTimeout > 0 {
+				raw.SetTimeout(c.hsTimeout)
+			}
+			c.resume()
+		}
+		return
+	}
 	sc := l.router.Default(raw.LocalAddr())
 	if sc == nil {
 		l.inner.OnOpen(raw)

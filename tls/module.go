@@ -33,7 +33,7 @@ const hs = conf.HTTPCtx | conf.ServerCtx
 const defaultCiphers = "HIGH:!aNULL:!MD5"
 
 func directives() []conf.Directive {
-	return []conf.Directive{
+	return append([]conf.Directive{
 		{Name: "ssl_certificate", Contexts: hs, Args: conf.Args1, Multi: true, Set: setFile(func(c *SrvConf) *[]fileRef { return &c.certFiles }),
 			Syntax: "ssl_certificate file;",
 			Doc:    "A PEM certificate (chain) of the server; several, each with its ssl_certificate_key in the same order (e.g. ECDSA and RSA), and the handshake takes the first the client supports."},
@@ -76,7 +76,7 @@ func directives() []conf.Directive {
 		{Name: "ssl_crl", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.crl }, bitCRL),
 			Syntax: "ssl_crl file;",
 			Doc:    "PEM certificate revocation lists checked for every certificate of a client's chain below the trusted one (as nginx, each CA's CRL must be there: a missing one fails verification)."},
-	}
+	}, upstreamDirectives()...)
 }
 
 // fileRef is a file named in the configuration.
@@ -100,6 +100,7 @@ type SrvConf struct {
 	verifyPos           conf.Pos
 	cache               sessionCacheConf
 	ticketKeys          []fileRef
+	up                  upstreamConf // proxy_ssl_*, at every level
 	set                 uint32
 
 	// Built is the server's configuration once Check loaded its certificates;
@@ -173,6 +174,7 @@ func (c *SrvConf) inherit(p *SrvConf) {
 	if c.set&bitTicketKeys == 0 {
 		c.ticketKeys = p.ticketKeys
 	}
+	c.up.inherit(&p.up)
 	c.set |= p.set
 }
 
@@ -201,6 +203,17 @@ func setProtocols(c *conf.Cursor, s *conf.Stmt) error {
 	if sc.set&bitProtocols != 0 {
 		return s.Errorf("%q directive is duplicate", s.Name)
 	}
+	lo, hi, err := parseProtocols(c, s)
+	if err != nil {
+		return err
+	}
+	sc.minVersion, sc.maxVersion = lo, hi
+	sc.set |= bitProtocols
+	return nil
+}
+
+// parseProtocols reads ssl_protocols' list into a range of versions.
+func parseProtocols(c *conf.Cursor, s *conf.Stmt) (lo, hi uint16, err error) {
 	versions := map[string]uint16{"TLSv1": stdtls.VersionTLS10, "TLSv1.1": stdtls.VersionTLS11,
 		"TLSv1.2": stdtls.VersionTLS12, "TLSv1.3": stdtls.VersionTLS13}
 	have := map[uint16]bool{}
@@ -211,25 +224,23 @@ func setProtocols(c *conf.Cursor, s *conf.Stmt) error {
 		}
 		v, ok := versions[a.Value]
 		if !ok {
-			return s.InvalidValue(a, "")
+			return 0, 0, s.InvalidValue(a, "")
 		}
 		have[v] = true
 	}
 	if len(have) == 0 {
-		return s.Errorf("%q leaves no protocol enabled", s.Name)
+		return 0, 0, s.Errorf("%q leaves no protocol enabled", s.Name)
 	}
-	lo, hi := uint16(0xffff), uint16(0)
+	lo, hi = uint16(0xffff), uint16(0)
 	for v := range have {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	for v := lo; v <= hi; v++ {
 		if !have[v] {
-			return s.Errorf("%q with a gap (%s missing) is not supported: crypto/tls enables a range of versions", s.Name, versionName(v))
+			return 0, 0, s.Errorf("%q with a gap (%s missing) is not supported: crypto/tls enables a range of versions", s.Name, versionName(v))
 		}
 	}
-	sc.minVersion, sc.maxVersion = lo, hi
-	sc.set |= bitProtocols
-	return nil
+	return lo, hi, nil
 }
 
 func versionName(v uint16) string {

@@ -41,6 +41,7 @@ const (
 	errCRLNotYetValid
 	errPurpose
 	errSignature
+	errHostname
 	errOther
 )
 
@@ -75,6 +76,8 @@ func (e verifyErr) String() string {
 		return "unsupported certificate purpose"
 	case errSignature:
 		return "certificate signature failure"
+	case errHostname:
+		return "certificate does not match the name"
 	}
 	return "certificate verify failed"
 }
