@@ -97,6 +97,8 @@ type Conn struct {
 	hsTimeout time.Duration
 	early     []byte
 
+	rejected bool // ssl_reject_handshake: the alert crypto/tls sends becomes unrecognized_name
+
 	info         Info
 	ticketSID    [32]byte // the identifier in the ticket offered, for a resumption
 	hasTicketSID bool
@@ -113,6 +115,9 @@ func (wouldBlock) Timeout() bool   { return true }
 func (wouldBlock) Temporary() bool { return true }
 
 var errWouldBlock error = wouldBlock{}
+
+// unrecognizedName is a fatal unrecognized_name alert record (RFC 8446 6.2).
+var unrecognizedName = []byte{21, 3, 3, 0, 2, 2, 112}
 
 var (
 	errHandshakeTooLarge = errors.New("tls: client sent too much before its handshake completed")
@@ -546,7 +551,16 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.beginWrite()
-	_, err := c.tc.Write(p)
+	var err error
+	if rs := c.recordSize(); rs > 0 && rs < len(p) {
+		for q := p; len(q) > 0 && err == nil; {
+			k := min(len(q), rs)
+			_, err = c.tc.Write(q[:k])
+			q = q[k:]
+		}
+	} else {
+		_, err = c.tc.Write(p)
+	}
 	return c.endWrite(len(p), err)
 }
 
@@ -567,12 +581,19 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	c.beginWrite()
 	total := 0
 	stage := l.stage[:0]
+	if rs := c.recordSize(); rs > 0 {
+		stage = l.stage[:0:rs]
+	}
+	whole := cap(stage)
 	var err error
 	for _, b := range bufs {
 		total += len(b)
 		for len(b) > 0 && err == nil {
-			if len(stage) == 0 && len(b) >= maxPlaintext {
-				k := len(b) &^ (maxPlaintext - 1)
+			if len(stage) == 0 && len(b) >= whole {
+				k := whole // crypto/tls splits at 16k itself, not below
+				if whole == maxPlaintext {
+					k = len(b) &^ (maxPlaintext - 1)
+				}
 				_, err = c.tc.Write(b[:k])
 				b = b[k:]
 				continue
@@ -589,6 +610,14 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 		_, err = c.tc.Write(stage)
 	}
 	return c.endWrite(total, err)
+}
+
+// recordSize is ssl_buffer_size, 0 for 16k (and for upstream connections).
+func (c *Conn) recordSize() int {
+	if c.sc == nil || c.sc.RecordSize >= maxPlaintext {
+		return 0
+	}
+	return c.sc.RecordSize
 }
 
 func (c *Conn) beginWrite() {
@@ -794,6 +823,14 @@ func wholeRecord(in []byte) bool {
 // while the inner handler's write is sealed.
 func (t *transport) Write(b []byte) (int, error) {
 	c := t.c
+	if c.rejected && len(b) >= 7 && b[0] == 21 {
+		// crypto/tls answers a GetConfigForClient error with internal_error;
+		// nginx's rejection is a fatal unrecognized_name, before any key.
+		if _, err := c.raw.Write(unrecognizedName); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	if c.state == stateHandshake && !c.haveServerRandom && len(b) >= 43 && b[0] == 22 && b[5] == 2 {
 		// The first ServerHello: TLS 1.2's key block needs its random.
 		copy(c.serverRandom[:], b[11:43])

@@ -3,6 +3,7 @@ package tls
 import (
 	"crypto/rand"
 	stdtls "crypto/tls"
+	"errors"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,12 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds the handshakes this configuration starts; 0
 	// leaves Options.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// Reject refuses handshakes that end up with this server
+	// (ssl_reject_handshake): an unrecognized_name alert.
+	Reject bool
+	// RecordSize bounds the plaintext of the records sent (ssl_buffer_size);
+	// 0 is 16k.
+	RecordSize int
 
 	verifier *verifier // client certificates (ssl_verify_client); nil: none asked
 
@@ -228,19 +235,32 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 	return cfg
 }
 
-// configForClient switches to the server the client named (SNI).
+// configForClient switches to the server the client named (SNI), and rejects
+// the handshake when that server, or the default one for no or an unknown
+// name, has ssl_reject_handshake on.
 func (l *Layer) configForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
 	c := l.cur
-	if c == nil || hello.ServerName == "" {
+	if c == nil {
 		return nil, nil
 	}
-	sc := l.router.ByName(c.raw.LocalAddr(), hello.ServerName)
-	if sc == nil || sc == c.sc {
+	sc := c.sc
+	if hello.ServerName != "" {
+		if byName := l.router.ByName(c.raw.LocalAddr(), hello.ServerName); byName != nil {
+			sc = byName
+		}
+	}
+	if sc.Reject {
+		c.rejected = true
+		return nil, errRejected
+	}
+	if sc == c.sc {
 		return nil, nil
 	}
 	c.sc = sc
 	return l.config(sc), nil
 }
+
+var errRejected = errors.New("tls: handshake rejected (ssl_reject_handshake)")
 
 // buffers allocates the loop's buffers on first use, on the loop's thread.
 func (l *Layer) buffers() {

@@ -76,7 +76,7 @@ func directives() []conf.Directive {
 		{Name: "ssl_crl", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.crl }, bitCRL),
 			Syntax: "ssl_crl file;",
 			Doc:    "PEM certificate revocation lists checked for every certificate of a client's chain below the trusted one (as nginx, each CA's CRL must be there: a missing one fails verification)."},
-	}, upstreamDirectives()...)
+	}, append(upstreamDirectives(), extraDirectives()...)...)
 }
 
 // fileRef is a file named in the configuration.
@@ -101,6 +101,7 @@ type SrvConf struct {
 	cache               sessionCacheConf
 	ticketKeys          []fileRef
 	up                  upstreamConf // proxy_ssl_*, at every level
+	extra               extraConf
 	set                 uint32
 
 	// Built is the server's configuration once Check loaded its certificates;
@@ -175,6 +176,7 @@ func (c *SrvConf) inherit(p *SrvConf) {
 		c.ticketKeys = p.ticketKeys
 	}
 	c.up.inherit(&p.up)
+	c.extra.inherit(&p.extra)
 	c.set |= p.set
 }
 
@@ -424,7 +426,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 	}
 	for _, srv := range cfg.HTTP.Servers {
 		sc := srv.Conf(self).(*SrvConf)
-		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 {
+		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 && !sc.extra.reject {
 			continue
 		}
 		built, err := sc.build(ticketKey)
@@ -490,9 +492,29 @@ func (sc *SrvConf) build(loadKey [32]byte) (*ServerConfig, error) {
 	if sc.set&bitProtocols != 0 {
 		cfg.MinVersion, cfg.MaxVersion = sc.minVersion, sc.maxVersion
 	}
+	var passwords [][]byte
+	if f := sc.extra.passwordFile; f.path != "" {
+		var err error
+		if passwords, err = readPasswords(f); err != nil {
+			return nil, err
+		}
+	}
+	var staple []byte
+	if sc.extra.stapling {
+		f := sc.extra.stapleFile
+		if f.path == "" {
+			return nil, &conf.Error{Pos: sc.extra.staplingPos, Msg: "\"ssl_stapling\" needs \"ssl_stapling_file\": numaproxy does not fetch OCSP responses from the responder"}
+		}
+		var err error
+		if staple, err = loadStaple(f); err != nil {
+			return nil, err
+		}
+	}
+	cfg.CurvePreferences = sc.extra.curves
 	for i, cf := range sc.certFiles {
 		kf := sc.keyFiles[i]
-		cert, err := stdtls.LoadX509KeyPair(cf.path, kf.path)
+		cert, err := loadKeyPair(cf.path, kf.path, passwords)
+		cert.OCSPStaple = staple
 		if err != nil {
 			return nil, &conf.Error{Pos: cf.pos, Msg: fmt.Sprintf("cannot load certificate \"%s\" with key \"%s\": %v", cf.path, kf.path, err), Err: err}
 		}
@@ -514,7 +536,7 @@ func (sc *SrvConf) build(loadKey [32]byte) (*ServerConfig, error) {
 	if sc.set&bitTimeout == 0 {
 		timeout = 5 * time.Minute
 	}
-	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout}
+	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout, Reject: sc.extra.reject, RecordSize: sc.extra.bufferSize}
 	if sc.noTickets && sc.cache.mode == cacheOn {
 		// Sessions kept in the cache, tickets naming them.
 		cfg.SessionTicketsDisabled = false
