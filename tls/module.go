@@ -45,7 +45,7 @@ func directives() []conf.Directive {
 			Doc: "Protocol versions, a range without gaps. The default is nginx 1.23.4's (1.22 also enabled TLSv1 and TLSv1.1); SSLv2 and SSLv3 are accepted and ignored, as with an OpenSSL built without them."},
 		{Name: "ssl_ciphers", Contexts: hs, Args: conf.Args1, Set: setCiphers,
 			Syntax: "ssl_ciphers ciphers;", Default: "HIGH:!aNULL:!MD5",
-			Doc: "TLS 1.2 and older cipher suites in OpenSSL's list format: suite names and the keywords HIGH, ALL, DEFAULT, ECDHE, kRSA, AESGCM, CHACHA20, AES, SHA1 and 3DES with ! or -. Names crypto/tls does not implement (DHE, CAMELLIA, ...) are skipped as OpenSSL skips unknown ones; a list left empty is an error. TLS 1.3 suites are not configurable (nor are they by ssl_ciphers in nginx)."},
+			Doc: "TLS 1.2 and older cipher suites in OpenSSL's list format: suite names and the keywords HIGH, ALL, DEFAULT, ECDHE, kRSA, AESGCM, CHACHA20, AES, SHA1 and 3DES with ! or -. Names crypto/tls does not implement (DHE, CAMELLIA, ...) are skipped as OpenSSL skips unknown ones, and RC4 suites are never enabled (as with Debian's OpenSSL 3); a list left empty is an error. TLS 1.3 suites are not configurable (nor are they by ssl_ciphers in nginx)."},
 		{Name: "ssl_prefer_server_ciphers", Contexts: hs, Args: conf.Flag, Set: setPreferServer, NoEffect: true,
 			Syntax: "ssl_prefer_server_ciphers on | off;", Default: "off",
 			Doc: "crypto/tls has no such switch: it chooses by its own order whichever way this is set (AES-GCM first where the CPU has AES instructions, ChaCha20-Poly1305 first for clients that put it first). Stock nginx.conf files carry it, so it is checked and accepted."},
