@@ -125,13 +125,18 @@ func (l *Leaf) WriteFiles(dir, name string) (certFile, keyFile string, err error
 	return certFile, keyFile, err
 }
 
-// ClientOptions shape a client certificate (IssueClient).
+// ClientOptions shape a client certificate (IssueClient), or a server one.
 type ClientOptions struct {
 	// RawSubject is the DER subject; nil: CN=client.
 	RawSubject []byte
 	Serial     *big.Int // nil: random
 	NotBefore  time.Time
 	NotAfter   time.Time // zero: a day and a half from now
+	// Server makes a server certificate for Names (DNS names or addresses),
+	// with the CRL distribution points CRLs.
+	Server bool
+	Names  []string
+	CRLs   []string
 }
 
 // IssueClient makes an ECDSA client certificate (extended key usage clientAuth).
@@ -159,6 +164,17 @@ func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
 		NotAfter:     o.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if o.Server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.CRLDistributionPoints = o.CRLs
+		for _, n := range o.Names {
+			if ip := net.ParseIP(n); ip != nil {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			} else {
+				tmpl.DNSNames = append(tmpl.DNSNames, n)
+			}
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {
