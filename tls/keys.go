@@ -117,6 +117,9 @@ func decryptPKCS8(der, password []byte) ([]byte, error) {
 	if _, err := asn1.Unmarshal(params.KDF.Parameters.FullBytes, &kdf); err != nil {
 		return nil, errUnsupportedEncryption
 	}
+	if kdf.Iter <= 0 || kdf.Iter > 1<<24 {
+		return nil, errUnsupportedEncryption // no key file needs more; a huge count would stall the load
+	}
 	var h func() hash.Hash
 	switch {
 	case len(kdf.PRF.Algorithm) == 0 || kdf.PRF.Algorithm.Equal(oidHMACSHA1):
