@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	stdtls "crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -41,6 +43,11 @@ func newTLSBackend(t *testing.T, f *tlsFiles, cfg *stdtls.Config) *tlsBackend {
 	b := &tlsBackend{Addr: ln.Addr().String()}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "POST" { // echo, for bodies both ways
+				w.Header().Set("Content-Type", "application/octet-stream")
+				io.Copy(w, r.Body)
+				return
+			}
 			b.mu.Lock()
 			b.seen = append(b.seen, *r.TLS)
 			b.mu.Unlock()
@@ -108,6 +115,8 @@ func TestTLSUpstream(t *testing.T) {
     location /tls12 { proxy_pass https://%[1]s; proxy_ssl_protocols TLSv1.2; }
     location /noreuse { proxy_pass https://%[1]s; proxy_ssl_session_reuse off; }
     location /kept { proxy_pass https://kept; }
+    location /echo { proxy_pass https://kept; client_max_body_size 8m; }
+    location /echo-unbuffered { proxy_pass https://kept; client_max_body_size 8m; proxy_buffering off; }
     location /mute { proxy_pass https://%[7]s; proxy_connect_timeout 1s; }
   }`, be.Addr, addr, f.caFile, f.b, clientCrt, clientKey, mute.Addr().String()), addr)
 	c := &http.Client{Timeout: 10 * time.Second}
@@ -149,6 +158,24 @@ func TestTLSUpstream(t *testing.T) {
 	}
 	if n := be.conns.Load() - before; n != 1 {
 		t.Errorf("ten requests to a keepalive https upstream took %d connections, want 1", n)
+	}
+	// Bodies both ways through the TLS upstream connection: 3 MiB up, echoed
+	// down, buffered and streamed.
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 3<<16)
+	for _, path := range []string{"/echo", "/echo-unbuffered", "/echo-unbuffered?chunked"} {
+		var body io.Reader = bytes.NewReader(payload)
+		if strings.HasSuffix(path, "chunked") {
+			body = io.MultiReader(body) // no length: sent chunked
+		}
+		resp, err := c.Post("http://"+addr+path, "application/octet-stream", body)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, payload) {
+			t.Errorf("%s: status %d, %d bytes back of %d (%v)", path, resp.StatusCode, len(got), len(payload), err)
+		}
 	}
 	// A handshake the server never answers ends with proxy_connect_timeout: 504.
 	start := time.Now()
