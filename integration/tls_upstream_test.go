@@ -44,6 +44,9 @@ func newTLSBackend(t *testing.T, f *tlsFiles, cfg *stdtls.Config) *tlsBackend {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == "POST" { // echo, for bodies both ways
+				// Full duplex: else net/http stops reading the body once the
+				// response started (the proxy streams a chunked body).
+				http.NewResponseController(w).EnableFullDuplex()
 				w.Header().Set("Content-Type", "application/octet-stream")
 				io.Copy(w, r.Body)
 				return
