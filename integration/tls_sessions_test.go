@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sessionServer is a server answering $ssl_session_reused with extra ssl
@@ -162,5 +163,40 @@ func TestTLSSessionTicketKeyFiles(t *testing.T) {
 	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": "events { }\nhttp {\n" + sessionServer(f, "127.0.0.1:8443", "ssl_session_ticket_key "+bad+";") + "\n}\n"})
 	if r := run(t, "-p", dir, "-t"); r.code != 1 || !strings.Contains(r.stderr, `"`+bad+`" must be 48 or 80 bytes in `) {
 		t.Errorf("a 32-byte key file: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestTLSTicketsSurviveReload: without ssl_session_ticket_key, the ticket
+// keys numaproxy makes are kept across a reload, so sessions resume after it.
+func TestTLSTicketsSurviveReload(t *testing.T) {
+	f := newTLSFiles(t)
+	for _, v := range []uint16{stdtls.VersionTLS13, stdtls.VersionTLS12} {
+		addr := addrFor(t)
+		in := startHTTP(t, sessionServer(f, addr, ""), addr) // one reload each
+		cache := stdtls.NewLRUClientSessionCache(1)
+		if got := goResume(t, f, addr, cache, v); got != "." {
+			t.Fatalf("first connection: reused %q", got)
+		}
+		// The new configuration answers /v: once a fresh connection sees it,
+		// every loop has switched.
+		conf := "error_log logs/error.log info;\nworker_processes 1;\nevents { }\nhttp {\n" +
+			sessionServer(f, addr, `location = /v { return 200 "v2"; }`) + "\n}\n"
+		if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in.signal("reload")
+		waitFor(t, "the reloaded configuration", 10*time.Second, func() bool {
+			c := httpsClient(f.pool, addr, &stdtls.Config{ServerName: "a.test"})
+			resp, err := c.Get("https://a.test/v")
+			if err != nil {
+				return false
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return string(body) == "v2"
+		})
+		if got := goResume(t, f, addr, cache, v); got != "r" {
+			t.Errorf("version %x: after a reload: reused %q, want r", v, got)
+		}
 	}
 }

@@ -22,6 +22,10 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds the handshakes this configuration starts; 0
 	// leaves Options.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// AutoTicketKeys: tickets are sealed with numaproxy's own keys, the same
+	// in every loop, kept across reloads and rotated (no
+	// ssl_session_ticket_key); else with TLS's.
+	AutoTicketKeys bool
 	// Reject refuses handshakes that end up with this server
 	// (ssl_reject_handshake): an unrecognized_name alert.
 	Reject bool
@@ -86,6 +90,9 @@ type Layer struct {
 
 	clones  map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
 	builtin map[*ServerConfig]*sessionCache  // this loop's ssl_session_cache builtin
+
+	ringCfg  *stdtls.Config // ticketConfig
+	ringSeen *ticketRing
 
 	client       bool                             // connections to upstreams (Client)
 	clientClones map[*ClientConfig]*stdtls.Config // this loop's copies, with their session caches
@@ -195,6 +202,9 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 			now := time.Now()
 			stampSession(ss, now, &sid)
 			if store == nil {
+				if sc.AutoTicketKeys {
+					return l.ticketConfig(now).EncryptTicket(cs, ss)
+				}
 				return cfg.EncryptTicket(cs, ss)
 			}
 			state, err := ss.Bytes()
@@ -214,7 +224,11 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 			var ss *stdtls.SessionState
 			var err error
 			if store == nil {
-				ss, err = cfg.DecryptTicket(identity, cs)
+				keys := cfg
+				if sc.AutoTicketKeys {
+					keys = l.ticketConfig(time.Now())
+				}
+				ss, err = keys.DecryptTicket(identity, cs)
 			} else if state := store.get(identity, time.Now()); state != nil {
 				ss, err = stdtls.ParseSessionState(state)
 			}

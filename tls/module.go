@@ -1,7 +1,6 @@
 package tls
 
 import (
-	"crypto/rand"
 	stdtls "crypto/tls"
 	"fmt"
 	"net/netip"
@@ -54,13 +53,13 @@ func directives() []conf.Directive {
 			Doc: "How long a session ticket may resume a session."},
 		{Name: "ssl_session_tickets", Contexts: hs, Args: conf.Flag, Set: setSessionTickets,
 			Syntax: "ssl_session_tickets on | off;", Default: "on",
-			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys come from ssl_session_ticket_key, else are random per configuration load and shared by every loop (a reload makes new ones, as in nginx). Off with an ssl_session_cache, the tickets name sessions kept in the cache."},
+			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys come from ssl_session_ticket_key, else numaproxy makes them: the same in every loop, kept across reloads (nginx makes new ones at each), a new key every 12 hours with the two before it still accepted. Off with an ssl_session_cache, the tickets name sessions kept in the cache."},
 		{Name: "ssl_session_cache", Contexts: hs, Args: conf.Args1 | conf.Args2, Set: setSessionCache,
 			Syntax: "ssl_session_cache off | none | [builtin[:size]] [shared:name:size];", Default: "none",
 			Doc: "A cache of sessions on the server. crypto/tls resumes only from tickets, so it is used when ssl_session_tickets is off: the tickets are then identifiers of sessions kept in the cache (stateful tickets, as OpenSSL's with tickets off), for TLS 1.3 and for TLS 1.2 clients that accept tickets; TLS 1.2 resumption by session ID alone (clients without tickets) is not available. shared:name:size is one cache for every loop of the process, bounded by size and kept across reloads that keep its name and size; builtin[:size] (size in sessions, default 20480) is a cache per loop, as nginx's per worker. With tickets on, tickets carry the sessions as before and the cache is not used."},
 		{Name: "ssl_session_ticket_key", Contexts: hs, Args: conf.Args1, Multi: true, Set: setTicketKey,
 			Syntax: "ssl_session_ticket_key file;",
-			Doc:    "A file of 48 or 80 random bytes (nginx's formats) from which the key that encrypts and decrypts session tickets is derived; with several, the first encrypts and all decrypt, so keys rotate by adding a new file first. numaproxy's tickets are crypto/tls's, so a file shares sessions between numaproxy instances, not with nginx. Without it, keys are random per configuration load."},
+			Doc:    "A file of 48 or 80 random bytes (nginx's formats) from which the key that encrypts and decrypts session tickets is derived; with several, the first encrypts and all decrypt, so keys rotate by adding a new file first. numaproxy's tickets are crypto/tls's, so a file shares sessions between numaproxy instances, not with nginx. Without it, numaproxy makes and rotates its own (ssl_session_tickets)."},
 		{Name: "ssl_verify_client", Contexts: hs, Args: conf.Args1, Set: setVerifyClient,
 			Syntax: "ssl_verify_client on | off | optional | optional_no_ca;", Default: "off",
 			Doc: "Asks clients for a certificate and verifies it against ssl_client_certificate and ssl_trusted_certificate. The handshake completes whatever the outcome, as nginx's; a request then gets 400 \"No required SSL certificate was sent\" (496) when on and none came, and 400 \"The SSL certificate error\" (495) when verification failed, except for an unknown issuer with optional_no_ca. $ssl_client_verify says NONE, SUCCESS or FAILED:reason with OpenSSL's reasons."},
@@ -420,16 +419,12 @@ func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
-	var ticketKey [32]byte
-	if _, err := rand.Read(ticketKey[:]); err != nil {
-		return fmt.Errorf("session ticket key: %w", err)
-	}
 	for _, srv := range cfg.HTTP.Servers {
 		sc := srv.Conf(self).(*SrvConf)
 		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 && !sc.extra.reject {
 			continue
 		}
-		built, err := sc.build(ticketKey)
+		built, err := sc.build()
 		if err != nil {
 			return err
 		}
@@ -466,7 +461,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 }
 
 // build loads the server's certificates and makes its crypto/tls configuration.
-func (sc *SrvConf) build(loadKey [32]byte) (*ServerConfig, error) {
+func (sc *SrvConf) build() (*ServerConfig, error) {
 	if len(sc.keyFiles) < len(sc.certFiles) {
 		f := sc.certFiles[len(sc.keyFiles)]
 		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate_key\" is defined for certificate \"%s\"", f.path)}
@@ -520,23 +515,23 @@ func (sc *SrvConf) build(loadKey [32]byte) (*ServerConfig, error) {
 		}
 		cfg.Certificates = append(cfg.Certificates, cert)
 	}
-	keys := [][32]byte{loadKey}
-	if len(sc.ticketKeys) > 0 {
-		keys = keys[:0]
-		for _, f := range sc.ticketKeys {
-			k, err := ticketKey(f)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
+	var keys [][32]byte
+	for _, f := range sc.ticketKeys {
+		k, err := ticketKey(f)
+		if err != nil {
+			return nil, err
 		}
+		keys = append(keys, k)
 	}
-	cfg.SetSessionTicketKeys(keys)
+	if keys != nil {
+		cfg.SetSessionTicketKeys(keys)
+	}
 	timeout := sc.sessionTimeout
 	if sc.set&bitTimeout == 0 {
 		timeout = 5 * time.Minute
 	}
-	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout, Reject: sc.extra.reject, RecordSize: sc.extra.bufferSize}
+	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout, Reject: sc.extra.reject, RecordSize: sc.extra.bufferSize,
+		AutoTicketKeys: keys == nil}
 	if sc.noTickets && sc.cache.mode == cacheOn {
 		// Sessions kept in the cache, tickets naming them.
 		cfg.SessionTicketsDisabled = false

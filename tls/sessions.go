@@ -1,10 +1,13 @@
 package tls
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	stdtls "crypto/tls"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -199,4 +202,59 @@ func ticketKey(f fileRef) ([32]byte, error) {
 	h.Write([]byte("numaproxy session ticket key\x00"))
 	h.Write(data)
 	return [32]byte(h.Sum(nil)), nil
+}
+
+// Ticket keys of servers without ssl_session_ticket_key: made by numaproxy,
+// the same for every loop and kept across reloads. The first key encrypts; a
+// new one takes its place every ticketRotation (checked by the handshakes that
+// issue or open tickets), the ones before it still decrypt, ticketKeysKept in
+// all. Reading them is an atomic load; the mutex only orders rotations.
+const (
+	ticketRotation = 12 * time.Hour
+	ticketKeysKept = 3
+)
+
+type ticketRing struct {
+	keys [][32]byte
+	made time.Time
+}
+
+var (
+	autoRing   atomic.Pointer[ticketRing]
+	autoRingMu sync.Mutex
+)
+
+// currentTicketRing is the ring, rotated first when its key is too old.
+func currentTicketRing(now time.Time) *ticketRing {
+	if r := autoRing.Load(); r != nil && now.Sub(r.made) < ticketRotation {
+		return r
+	}
+	autoRingMu.Lock()
+	defer autoRingMu.Unlock()
+	r := autoRing.Load()
+	if r != nil && now.Sub(r.made) < ticketRotation {
+		return r
+	}
+	var k [32]byte
+	rand.Read(k[:])
+	keys := [][32]byte{k}
+	if r != nil {
+		keys = append(keys, r.keys[:min(len(r.keys), ticketKeysKept-1)]...)
+	}
+	nr := &ticketRing{keys: keys, made: now}
+	autoRing.Store(nr)
+	return nr
+}
+
+// ticketConfig is this loop's crypto/tls configuration holding the current
+// ring, for EncryptTicket and DecryptTicket (one per loop: crypto/tls takes a
+// read lock on it per use).
+func (l *Layer) ticketConfig(now time.Time) *stdtls.Config {
+	r := currentTicketRing(now)
+	if r != l.ringSeen {
+		cfg := &stdtls.Config{}
+		cfg.SetSessionTicketKeys(r.keys)
+		l.ringCfg, l.ringSeen = cfg, r
+	}
+	return l.ringCfg
 }

@@ -47,3 +47,23 @@ func TestSessionCacheBoundedFIFO(t *testing.T) {
 		t.Errorf("order holds %d (head %d) for 10 entries", len(c.order), c.head)
 	}
 }
+
+// TestTicketRingRotates: numaproxy's own ticket keys change every
+// ticketRotation, the new key first, the previous ones kept to decrypt, up to
+// ticketKeysKept.
+func TestTicketRingRotates(t *testing.T) {
+	t0 := time.Now().Add(1000 * time.Hour) // after whatever other tests made
+	r0 := currentTicketRing(t0)
+	if r := currentTicketRing(t0.Add(ticketRotation - time.Minute)); r != r0 {
+		t.Fatal("rotated early")
+	}
+	r1 := currentTicketRing(t0.Add(ticketRotation))
+	if r1 == r0 || len(r1.keys) < 2 || r1.keys[1] != r0.keys[0] || r1.keys[0] == r0.keys[0] {
+		t.Fatalf("first rotation: %d keys", len(r1.keys))
+	}
+	r2 := currentTicketRing(t0.Add(2 * ticketRotation))
+	r3 := currentTicketRing(t0.Add(3 * ticketRotation))
+	if len(r3.keys) != ticketKeysKept || r3.keys[1] != r2.keys[0] || r3.keys[2] != r1.keys[0] {
+		t.Errorf("third rotation: %d keys", len(r3.keys))
+	}
+}
