@@ -34,8 +34,9 @@
 // nginx's 495 or 496.
 //
 // Sessions: tickets are crypto/tls's, with keys from ssl_session_ticket_key
-// files or random per load, the same for every loop (read-only, so they cross
-// NUMA domains without a write). ssl_session_cache with tickets off makes the
+// files or numaproxy's own ring (process-wide, kept across reloads, rotated
+// every 12 hours), the same for every loop: read-only between rotations, so
+// they cross NUMA domains without a write. ssl_session_cache with tickets off makes the
 // tickets identifiers of sessions kept on the server: shared:NAME:SIZE is one
 // FIFO cache per process behind a mutex held for a map operation (it crosses
 // domains: each resumption touches it), builtin one cache per loop.
