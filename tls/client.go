@@ -18,11 +18,8 @@ import (
 // ClientConfig is the TLS of connections to an upstream (the proxy_ssl_*
 // directives of a location). It is read-only once built.
 type ClientConfig struct {
-	tls *stdtls.Config
-	// verify checks the server's chain for name (proxy_ssl_verify), nil: none.
-	verify *verifier
-	name   string
-	reuse  bool
+	tls   *stdtls.Config // verification (proxy_ssl_verify) is its VerifyConnection
+	reuse bool
 }
 
 // Client runs one loop's TLS to upstreams: an eventloop.Handler around the
@@ -305,7 +302,7 @@ func (sc *SrvConf) buildClient(host string) (*ClientConfig, error) {
 		}
 		cfg.Certificates = []stdtls.Certificate{pair}
 	}
-	cc := &ClientConfig{tls: cfg, name: name, reuse: !u.noReuse}
+	cc := &ClientConfig{tls: cfg, reuse: !u.noReuse}
 	if u.verify {
 		if u.trusted.path == "" {
 			return nil, errors.New("no proxy_ssl_trusted_certificate for proxy_ssl_verify")
@@ -321,7 +318,6 @@ func (sc *SrvConf) buildClient(host string) (*ClientConfig, error) {
 		for _, c := range certs {
 			v.roots.AddCert(c)
 		}
-		cc.verify = v
 		cfg.VerifyConnection = func(cs stdtls.ConnectionState) error {
 			if e := v.checkServer(cs.PeerCertificates, name, time.Now()); e != verifyOK {
 				return fmt.Errorf("upstream SSL certificate verify error: (%s)", e)

@@ -181,7 +181,7 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 	timeout := sc.SessionTimeout
 	store := sc.sessions
 	if store == nil && sc.builtinCache > 0 {
-		store = newSessionCache("builtin", sc.builtinCache)
+		store = newSessionCache(sc.builtinCache)
 		l.builtin[sc] = store
 	}
 	if !cfg.SessionTicketsDisabled {

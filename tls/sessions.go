@@ -22,7 +22,6 @@ import (
 // Entries go first in, first out, past the size or their timeout.
 type sessionCache struct {
 	mu      sync.Mutex
-	name    string
 	size    int
 	used    int
 	entries map[[32]byte]cacheEntry
@@ -38,8 +37,8 @@ type cacheEntry struct {
 // entryOverhead is what an entry costs beyond its state in the size.
 const entryOverhead = 96
 
-func newSessionCache(name string, size int) *sessionCache {
-	return &sessionCache{name: name, size: size, entries: map[[32]byte]cacheEntry{}}
+func newSessionCache(size int) *sessionCache {
+	return &sessionCache{size: size, entries: map[[32]byte]cacheEntry{}}
 }
 
 // put stores a session's state under id.
@@ -111,7 +110,7 @@ func sharedCache(name string, size int) *sessionCache {
 	if c := sharedCaches[name]; c != nil && c.size == size {
 		return c
 	}
-	c := newSessionCache(name, size)
+	c := newSessionCache(size)
 	sharedCaches[name] = c
 	return c
 }
@@ -130,8 +129,6 @@ type sessionCacheConf struct {
 	mode        cacheMode
 	sharedName  string
 	sharedSize  int
-	sharedPos   conf.Pos
-	hasBuiltin  bool
 	hasShared   bool
 	builtinSize int
 }
@@ -153,13 +150,13 @@ func setSessionCache(c *conf.Cursor, s *conf.Stmt) error {
 		case a.Value == "none" && len(s.Args) == 1:
 			v.mode = cacheNone
 		case a.Value == "builtin":
-			v.hasBuiltin, v.builtinSize = true, 20480*builtinEntrySize // OpenSSL's default, 20480 sessions
+			v.builtinSize = 20480 * builtinEntrySize // OpenSSL's default, 20480 sessions
 		case len(a.Value) > 8 && a.Value[:8] == "builtin:":
 			n, err := conf.ParseNumber(a.Value[8:])
 			if err != nil || n <= 0 {
 				return s.InvalidValue(a, "")
 			}
-			v.hasBuiltin, v.builtinSize = true, n*builtinEntrySize
+			v.builtinSize = n * builtinEntrySize
 		case len(a.Value) > 7 && a.Value[:7] == "shared:":
 			rest := a.Value[7:]
 			i := len(rest) - 1
@@ -176,7 +173,7 @@ func setSessionCache(c *conf.Cursor, s *conf.Stmt) error {
 			if size < 8*4096 { // nginx: "session cache is too small"
 				return s.Errorf("session cache \"%s\" is too small", a.Value)
 			}
-			v.hasShared, v.sharedName, v.sharedSize, v.sharedPos = true, rest[:i], int(size), a.Pos
+			v.hasShared, v.sharedName, v.sharedSize = true, rest[:i], int(size)
 		default:
 			return s.InvalidValue(a, "")
 		}

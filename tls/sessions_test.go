@@ -8,7 +8,7 @@ import (
 // TestSessionCacheBoundedFIFO: a cache holds what fits in its size, the oldest
 // entries go first, and an expired entry is not returned.
 func TestSessionCacheBoundedFIFO(t *testing.T) {
-	c := newSessionCache("t", 10*(100+entryOverhead))
+	c := newSessionCache(10 * (100 + entryOverhead))
 	now := time.Now()
 	id := func(i int) [32]byte { return [32]byte{byte(i), byte(i >> 8)} }
 	for i := range 25 {
