@@ -232,3 +232,53 @@ func lineDiff(a, b string) string {
 	}
 	return out.String()
 }
+
+// TestTLSClientCertErrorPageVsNginx: error_page catches nginx's 495 and 496 at
+// the server level, as nginx (the request has no location yet then).
+func TestTLSClientCertErrorPageVsNginx(t *testing.T) {
+	sslTools(t, "curl")
+	if nginxPath() == "" {
+		t.Skip("no nginx")
+	}
+	f := newTLSFiles(t)
+	other, err := tlstest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := other.IssueClient(tlstest.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key := clientCert(t, t.TempDir(), "other", l)
+	body := func(addr string) string {
+		return fmt.Sprintf(`
+  server {
+    listen %s ssl;
+    ssl_certificate %s;
+    ssl_certificate_key %s;
+    ssl_client_certificate %s;
+    ssl_verify_client on;
+    error_page 495 = /bad-cert;
+    error_page 496 =403 /no-cert;
+    location = /bad-cert { return 421 "bad certificate: $ssl_client_verify\n"; }
+    location = /no-cert { return 200 "no certificate\n"; }
+    location / { return 200 "ok\n"; }
+  }`, addr, f.aEC, f.aECKey, f.caFile)
+	}
+	np, ng := addrFor(t), addrFor(t)
+	startHTTP(t, body(np), np)
+	startNginx(t, body(ng), ng)
+	for _, args := range [][]string{nil, {"--cert", crt, "--key", key}} {
+		run := func(addr string) string {
+			_, port, _ := strings.Cut(addr, ":")
+			a := append([]string{"-sk", "-w", "status=%{http_code}\n", "https://127.0.0.1:" + port + "/x"}, args...)
+			out, _ := exec.Command("curl", a...).CombinedOutput()
+			return string(out)
+		}
+		a, b := run(np), run(ng)
+		if a != b {
+			t.Errorf("%v: numaproxy | nginx:\n%s", args, lineDiff(a, b))
+		}
+		t.Logf("%v: %q", args, a)
+	}
+}
