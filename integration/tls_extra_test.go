@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,72 @@ func TestTLSRefusedDirectives(t *testing.T) {
 	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": "events { }\nhttp {\n" + srv + "ssl_dhparam /etc/ssl/dhparam.pem; ssl_early_data off; ssl_stapling off; ssl_stapling_verify on; ssl_ecdh_curve auto; }\n}\n"})
 	if r := run(t, "-p", dir, "-t"); r.code != 0 {
 		t.Errorf("accepted directives: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestTLSPlainHTTPToHTTPSPortVsNginx: plain HTTP sent to a TLS address gets
+// nginx's 400 "The plain HTTP request was sent to HTTPS port" (497), which
+// error_page can turn into a redirect; the address keeps serving TLS.
+func TestTLSPlainHTTPToHTTPSPortVsNginx(t *testing.T) {
+	if nginxPath() == "" {
+		t.Skip("no nginx")
+	}
+	f := newTLSFiles(t)
+	body := func(a, b string) string {
+		return fmt.Sprintf(`
+  server_tokens off;
+  server {
+    listen %s ssl;
+    server_name a.test;
+    ssl_certificate %s;
+    ssl_certificate_key %s;
+    location / { return 200 "https=$https\n"; }
+  }
+  server {
+    listen %s ssl;
+    server_name b.test;
+    ssl_certificate %s;
+    ssl_certificate_key %s;
+    error_page 497 =301 https://b.test/moved; # numaproxy takes no variables there
+  }`, a, f.aEC, f.aECKey, b, f.aEC, f.aECKey)
+	}
+	na, nb, ga, gb := addrFor(t), addrFor(t), addrFor(t), addrFor(t)
+	startHTTP(t, body(na, nb), na, nb)
+	startNginx(t, body(ga, gb), ga, gb)
+	ask := func(addr, host string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(ioTimeout))
+		io.WriteString(c, "GET /path?q=1 HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		out, _ := io.ReadAll(c)
+		head, body, _ := strings.Cut(string(out), "\r\n\r\n")
+		lines := strings.Split(head, "\r\n")
+		slices.Sort(lines[1:]) // the fields' order differs
+		var keep []string
+		for _, l := range append(lines, strings.Split(body, "\r\n")...) {
+			if strings.HasPrefix(l, "Date:") || strings.HasPrefix(l, "Server:") {
+				continue
+			}
+			if strings.HasPrefix(l, "Content-Length:") {
+				l = "Content-Length: N" // the server's name is on the page
+			}
+			_, port, _ := strings.Cut(addr, ":")
+			keep = append(keep, strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(l, port, "PORT"), "nginx", "SERVER"), "numaproxy", "SERVER"))
+		}
+		return strings.Join(keep, "\n")
+	}
+	for _, tc := range []struct{ n, g, host string }{{na, ga, "a.test"}, {nb, gb, "b.test"}} {
+		a, b := ask(tc.n, tc.host), ask(tc.g, tc.host)
+		if a != b || !strings.Contains(a, "HTTP/1.1 ") {
+			t.Errorf("%s: numaproxy | nginx:\n%s\nnumaproxy:\n%s", tc.host, lineDiff(a, b), a)
+		}
+		t.Logf("%s:\n%s", tc.host, a)
+	}
+	resp, got := get(t, httpsClient(f.pool, na, &stdtls.Config{ServerName: "a.test"}), "https://a.test/")
+	if resp.StatusCode != 200 || got != "https=on\n" {
+		t.Errorf("TLS after plain HTTP: %d %q", resp.StatusCode, got)
 	}
 }

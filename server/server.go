@@ -180,7 +180,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 	}
 	w := httpcore.NewWorker(snap, s.log, dom)
 	// Connections of addresses without ssl pass through the layer to the worker.
-	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: s.tlsStats})
+	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: s.tlsStats, PlainHTTP: true})
 	// HoldP: GOMAXPROCS is the number of loops plus one (eventloop sets it).
 	lc := eventloop.Config{CPU: cpu, Handler: layer, Logger: s.log, MaxConns: cfg.Events.WorkerConnections, HoldP: true}
 	local, err := s.pools[dom].NewLocal()

@@ -128,6 +128,10 @@ var (
 func (c *Conn) onData(data []byte) {
 	switch c.state {
 	case stateHandshake:
+		if c.hsBytes == 0 && c.client == nil && c.layer.opts.PlainHTTP && len(data) > 0 && data[0] != 22 && data[0]&0x80 == 0 {
+			c.plainHTTP(data) // not a handshake record, nor SSLv2's
+			return
+		}
 		c.hsBytes += len(data)
 		if c.hsBytes > c.layer.opts.MaxHandshakeBytes {
 			c.failHandshake(errHandshakeTooLarge)
@@ -139,6 +143,23 @@ func (c *Conn) onData(data []byte) {
 		c.src = data
 		c.deliver()
 	}
+}
+
+// plainHTTP hands a connection that sent plain HTTP to the inner handler,
+// marked so that its request is answered with nginx's 497.
+func (c *Conn) plainHTTP(data []byte) {
+	l := c.layer
+	c.state = stateClosed
+	raw := c.raw
+	kcn := &kconn{Conn: raw, plain: true}
+	raw.SetContext(kcn)
+	raw.SetTimeout(0)
+	l.watch, l.watchClosed = raw, false
+	l.inner.OnOpen(kcn)
+	if !l.watchClosed {
+		l.inner.OnData(kcn, data)
+	}
+	l.watch = nil
 }
 
 // resume runs the handshake until it needs input or ends.

@@ -74,8 +74,9 @@ func (i *Info) verified(v *verifier, chain []*x509.Certificate) {
 // inner handler's; the raw conn's context is the kconn.
 type kconn struct {
 	eventloop.Conn
-	info Info
-	ctx  any
+	info  Info
+	ctx   any
+	plain bool // plain HTTP on a TLS address (Options.PlainHTTP): no TLS at all
 }
 
 func (k *kconn) Context() any     { return k.ctx }
@@ -88,9 +89,18 @@ func InfoOf(c eventloop.Conn) *Info {
 	case *Conn:
 		return &c.info
 	case *kconn:
+		if c.plain {
+			return nil
+		}
 		return &c.info
 	}
 	return nil
+}
+
+// IsPlainHTTP reports a connection that sent plain HTTP to a TLS address.
+func IsPlainHTTP(c eventloop.Conn) bool {
+	k, ok := c.(*kconn)
+	return ok && k.plain
 }
 
 // sessionExtraTag marks the SessionState.Extra entry numaproxy adds to its

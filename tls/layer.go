@@ -66,6 +66,10 @@ type Options struct {
 	Support *Support
 	// Stats receives the counters; may be shared by the layers of many loops.
 	Stats *Stats
+	// PlainHTTP hands a connection whose first byte cannot start a TLS
+	// handshake to the inner handler as plain, marked (IsPlainHTTP) for
+	// nginx's 497; else it is closed as a failed handshake.
+	PlainHTTP bool
 }
 
 // Stats count handshakes by outcome and record path; safe from any goroutine.

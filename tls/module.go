@@ -370,23 +370,31 @@ func setCAFile(field func(*SrvConf) *fileRef, bit uint32) func(*conf.Cursor, *co
 	}
 }
 
-// initModule adds the check of client certificates (nginx's, in
-// ngx_http_process_request) where some server verifies them.
+// initModule adds the checks nginx makes in ngx_http_process_request, where
+// some address speaks TLS: plain HTTP sent to it (497) and client
+// certificates (495, 496).
 func initModule(s *httpcore.Setup) error {
 	if s.Config.HTTP == nil {
 		return nil
 	}
 	for _, srv := range s.Config.HTTP.Servers {
-		if sc := ConfOf(srv); sc != nil && sc.verify != verifyOff {
-			return s.AddHandler(httpcore.PostReadPhase, checkClientCert)
+		for _, l := range srv.Listens {
+			if l.SSL {
+				return s.AddHandler(httpcore.PostReadPhase, checkConn)
+			}
 		}
 	}
 	return nil
 }
 
-// checkClientCert answers 495 (verification failed) or 496 (none sent) as nginx
+// checkConn answers 497 to plain HTTP on a TLS address, and 495
+// (verification failed) or 496 (none sent) for client certificates as nginx
 // does for the server the request is for.
-func checkClientCert(r *httpcore.Request) httpcore.Status {
+func checkConn(r *httpcore.Request) httpcore.Status {
+	if IsPlainHTTP(r.Conn()) {
+		r.Log().Info("client sent plain HTTP request to HTTPS port", "client", r.RemoteAddr().String())
+		return statusPlainHTTP
+	}
 	srv := r.Server()
 	if srv == nil {
 		return httpcore.Declined
@@ -411,6 +419,7 @@ func checkClientCert(r *httpcore.Request) httpcore.Status {
 const (
 	statusCertError = 495
 	statusNoCert    = 496
+	statusPlainHTTP = 497
 )
 
 // check loads the certificates of every server that has some, and requires them
