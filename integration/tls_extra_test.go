@@ -317,7 +317,9 @@ func TestTLSPlainHTTPToHTTPSPortVsNginx(t *testing.T) {
     server_name a.test;
     ssl_certificate %s;
     ssl_certificate_key %s;
+    error_page 497 = /why;
     location / { return 200 "https=$https\n"; }
+    location = /why { return 200 "scheme=$scheme https=$https\n"; }
   }
   server {
     listen %s ssl;

@@ -80,6 +80,7 @@ type kconn struct {
 }
 
 func (k *kconn) Context() any     { return k.ctx }
+func (k *kconn) PlainHTTP() bool  { return k.plain }
 func (k *kconn) SetContext(v any) { k.ctx = v }
 
 // InfoOf is the TLS state of a connection the layer handed to its inner
