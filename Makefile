@@ -38,6 +38,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzNormalize -fuzztime=$(FUZZTIME) ./httpcore/route/
 	$(GO) test -run='^$$' -fuzz=FuzzUpstreamAgrees -fuzztime=$(FUZZTIME) ./httpcore/route/
 	$(GO) test -run='^$$' -fuzz=FuzzRequestHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
+	$(GO) test -run='^$$' -fuzz=FuzzDN -fuzztime=$(FUZZTIME) ./tls/
+	$(GO) test -run='^$$' -fuzz=FuzzDecryptKeyPEM -fuzztime=$(FUZZTIME) ./tls/
 	$(GO) test -run='^$$' -fuzz=FuzzResponseHead -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzChunked -fuzztime=$(FUZZTIME) ./httpcore/http1/
 	$(GO) test -run='^$$' -fuzz=FuzzTranslate -fuzztime=$(FUZZTIME) ./pcre/

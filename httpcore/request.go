@@ -188,8 +188,12 @@ func (r *Request) CoreConf() *LocConf { return r.c.lcf }
 // LocalAddr is the address the client connected to.
 func (r *Request) LocalAddr() netip.AddrPort { return r.c.local }
 
-// HTTPS reports a connection on an address that speaks TLS (nginx's $https).
+// HTTPS reports a connection on an address that speaks TLS (nginx's $https),
+// unless the client spoke plain HTTP to it (the TLS layer's connection says so).
 func (r *Request) HTTPS() bool {
+	if p, ok := r.c.conn.(interface{ PlainHTTP() bool }); ok && p.PlainHTTP() {
+		return false
+	}
 	a := r.c.w.snapshotFor(r.c.local).Routes.Addr(r.c.local)
 	return a != nil && a.SSL
 }

@@ -18,7 +18,8 @@ var statusText = map[int]string{
 	411: "Length Required", 412: "Precondition Failed", 413: "Request Entity Too Large",
 	414: "Request-URI Too Large", 415: "Unsupported Media Type", 416: "Requested Range Not Satisfiable",
 	421: "Misdirected Request", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
-	494: "Request Header Or Cookie Too Large",
+	494: "Request Header Or Cookie Too Large", 495: "The SSL certificate error",
+	496: "No required SSL certificate was sent", 497: "The plain HTTP request was sent to HTTPS port",
 	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Temporarily Unavailable",
 	504: "Gateway Time-out", 505: "HTTP Version Not Supported", 507: "Insufficient Storage",
 }
@@ -46,9 +47,10 @@ func reason(code int) string {
 // "400 Request Header Or Cookie Too Large"; error_page can name it.
 const statusHeaderTooLarge = 494
 
-// wireStatus is the status sent for an internal one.
+// wireStatus is the status sent for an internal one: nginx's 494 to 497 go out
+// as 400.
 func wireStatus(code int) int {
-	if code == statusHeaderTooLarge {
+	if code >= statusHeaderTooLarge && code <= 497 {
 		return 400
 	}
 	return code
@@ -98,7 +100,7 @@ func (c *conn) closeUnanswered() {
 // another request (ngx_http_special_response_handler), error_page or not.
 func statusCloses(code int) bool {
 	switch code {
-	case 400, 413, 414, 500, 501:
+	case 400, 413, 414, 495, 496, 497, 500, 501:
 		return true
 	}
 	return false
@@ -116,8 +118,15 @@ func (c *conn) appendErrorPage(dst []byte, code int) []byte {
 	dst = append(dst, "<html>\r\n<head><title>"...)
 	dst = title(dst)
 	dst = append(dst, "</title></head>\r\n<body>\r\n<center><h1>"...)
-	dst = title(dst)
-	dst = append(dst, "</h1></center>\r\n<hr><center>"...)
+	if code >= 495 && code <= 497 {
+		// nginx's pages of its TLS statuses: 400 Bad Request, then what went wrong.
+		dst = append(dst, "400 Bad Request</h1></center>\r\n<center>"...)
+		dst = append(dst, reason(code)...)
+		dst = append(dst, "</center>\r\n<hr><center>"...)
+	} else {
+		dst = title(dst)
+		dst = append(dst, "</h1></center>\r\n<hr><center>"...)
+	}
 	dst = append(dst, "numaproxy"...)
 	if c.lcf.ServerTokens {
 		dst = append(append(dst, '/'), Version...)

@@ -25,6 +25,7 @@ import (
 // for a.test, an ECDSA one for b.test, all signed by ca.
 type tlsFiles struct {
 	dir                                 string
+	ca                                  *tlstest.CA
 	pool                                *x509.CertPool
 	caFile                              string
 	aEC, aECKey, aRSA, aRSAKey, b, bKey string
@@ -36,7 +37,7 @@ func newTLSFiles(t *testing.T) *tlsFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tlsFiles{pool: ca.Pool, dir: t.TempDir()}
+	f := &tlsFiles{ca: ca, pool: ca.Pool, dir: t.TempDir()}
 	issue := func(kt tlstest.KeyType, name, file string) (string, string) {
 		l, err := ca.Issue(kt, name, "127.0.0.1")
 		if err != nil {
@@ -357,6 +358,11 @@ func TestTLSConfigErrors(t *testing.T) {
 			`cannot load certificate "/nonexistent.crt"`},
 		{"protocols with a gap", "ssl_protocols TLSv1 TLSv1.3;", `"ssl_protocols" with a gap`},
 		{"unknown protocol", "ssl_protocols TLSv9;", `invalid value "TLSv9" in "ssl_protocols" directive`},
+		{"verify without CA", "server { listen 127.0.0.1:8443 ssl; ssl_certificate " + f.aEC + "; ssl_certificate_key " + f.aECKey + "; ssl_trusted_certificate " + f.caFile + "; ssl_verify_client on; }",
+			`no ssl_client_certificate for ssl_verify_client in `},
+		{"verify_client value", "ssl_verify_client maybe;", `invalid value "maybe" in "ssl_verify_client" directive`},
+		{"bad CRL", "server { listen 127.0.0.1:8443 ssl; ssl_certificate " + f.aEC + "; ssl_certificate_key " + f.aECKey + "; ssl_client_certificate " + f.caFile + "; ssl_verify_client on; ssl_crl " + f.caFile + "; }",
+			`cannot load CRL "` + f.caFile + `": no PEM CRL found in `},
 		{"no cipher left", "ssl_ciphers DHE-RSA-AES128-SHA;", `invalid value "DHE-RSA-AES128-SHA" in "ssl_ciphers" directive`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"github.com/numaproxy/numaproxy/internal/stats"
 	"github.com/numaproxy/numaproxy/proxyproto"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -205,15 +206,25 @@ func (ex *exchange) connect() bool {
 		// A connection that carried a client's PROXY header is that client's alone:
 		// none is kept idle, and none is taken.
 		if idle, reqs := ex.takeIdle(p.Key()); idle != nil {
-			if ex.ps != nil {
-				ex.ps.Reused++
+			if tls.Same(idle, ex.lc.Pass.TLS) {
+				if ex.ps != nil {
+					ex.ps.Reused++
+				}
+				ex.conn, ex.reused, ex.connReqs = idle, true, reqs
+				idle.SetContext(ex)
+				ex.send()
+				return ex.connected()
 			}
-			ex.conn, ex.reused, ex.connReqs = idle, true, reqs
-			idle.SetContext(ex)
-			ex.send()
-			return ex.connected()
+			idle.SetContext(nil) // another location's TLS (or none) to the same server
+			idle.Close()
 		}
-		conn, err := ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
+		var conn eventloop.Conn
+		var err error
+		if cc := ex.lc.Pass.TLS; cc != nil {
+			conn, err = ex.st.tls.Dial(ex.st.w.Loop(), p.Addr, ex.dialOptions(p.Unix), cc, ex)
+		} else {
+			conn, err = ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
+		}
 		var setup *eventloop.SetupError
 		if err != nil && (localDialError(err) || errors.As(err, &setup)) {
 			// This host is out of descriptors or memory, or could not set the socket

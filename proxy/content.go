@@ -11,6 +11,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -164,6 +165,7 @@ type loopState struct {
 	w         *httpcore.Worker
 	log       *slog.Logger
 	backends  backendHandler
+	tls       *tls.Client // https upstreams: TLS around backends
 	balancers map[*upstream.Group]*upstream.Balancer
 	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
 	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
@@ -175,7 +177,7 @@ type loopState struct {
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
-	return &loopState{
+	st := &loopState{
 		w: w, log: w.Log(),
 		balancers: map[*upstream.Group]*upstream.Balancer{},
 		dyn:       map[string]*dynGroup{},
@@ -184,6 +186,8 @@ func newLoop(w *httpcore.Worker) httpcore.LoopState {
 		scratch:   make([]byte, 0, 4<<10),
 		stats:     map[peerStatsKey]*PeerStats{},
 	}
+	st.tls = tls.NewClient(&st.backends)
+	return st
 }
 
 // Reload drops the balancers and idle upstream connections of groups that are
@@ -249,8 +253,10 @@ var variables = []httpcore.Variable{
 			return append(dst, "localhost"...) // as nginx for a unix-domain socket
 		}
 		host := ex.lc.Pass.Host
-		if len(host) > 3 && host[len(host)-3:] == ":80" {
+		if !ex.lc.Pass.HTTPS && len(host) > 3 && host[len(host)-3:] == ":80" {
 			host = host[:len(host)-3]
+		} else if ex.lc.Pass.HTTPS && len(host) > 4 && host[len(host)-4:] == ":443" {
+			host = host[:len(host)-4]
 		}
 		return append(dst, host...)
 	}},

@@ -11,6 +11,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/tls"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
@@ -228,6 +229,11 @@ type PassTarget struct {
 	// Value is a URL made of variables, evaluated for each request (target.go);
 	// then only URL and Pos are set.
 	Value *httpcore.Template
+	// HTTPS: an https:// upstream, whose connections take TLS (made in check
+	// from the location's proxy_ssl_* directives).
+	HTTPS bool
+	TLS   *tls.ClientConfig
+	loc   *conf.Location
 }
 
 // HeaderSetting is one proxy_set_header.
@@ -460,15 +466,16 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 		}
 	}
 	var rest string
+	https := false
 	switch {
 	case strings.HasPrefix(strings.ToLower(url), "http://"):
 		rest = url[len("http://"):]
 	case strings.HasPrefix(strings.ToLower(url), "https://"):
-		return s.InvalidValue(s.Args[0], "https upstreams are not supported yet")
+		rest, https = url[len("https://"):], true
 	default:
-		return s.InvalidValue(s.Args[0], `invalid URL prefix, it must be "http://"`)
+		return s.InvalidValue(s.Args[0], `invalid URL prefix`)
 	}
-	t := &PassTarget{URL: url, Host: rest, Pos: s.Pos}
+	t := &PassTarget{URL: url, Host: rest, Pos: s.Pos, HTTPS: https, loc: c.Location}
 	if len(rest) >= 5 && strings.EqualFold(rest[:5], "unix:") {
 		// http://unix:/path/to/socket[:/uri]: the path ends at the next colon.
 		t.Unix = true
@@ -667,11 +674,28 @@ func check(cfg *conf.Config, self *conf.Module) error {
 				return err
 			}
 			if lc := loc.Conf(self).(*LocConf); lc.Pass != nil && lc.Pass.Group == nil && lc.Pass.Value == nil {
-				g, err := upstream.ForProxyPass(cfg, lc.Pass.Host, lc.Pass.HasPort)
-				if err != nil {
-					return &conf.Error{Pos: lc.Pass.Pos, Msg: err.Error(), Err: err}
+				t := lc.Pass
+				host, hasPort := t.Host, t.HasPort
+				if t.HTTPS && !hasPort && !t.Unix && (upstream.GroupsOf(cfg).Lookup(host) == nil || upstream.GroupsOf(cfg).Lookup(host).Implicit) {
+					host, hasPort = host+":443", true // https's port
 				}
-				lc.Pass.Group = g
+				g, err := upstream.ForProxyPass(cfg, host, hasPort)
+				if err != nil {
+					return &conf.Error{Pos: t.Pos, Msg: err.Error(), Err: err}
+				}
+				t.Group = g
+				if t.HTTPS {
+					at := t.loc
+					if at == nil {
+						at = loc
+					}
+					if t.TLS, err = tls.UpstreamConfig(at, t.Host); err != nil {
+						if _, ok := err.(*conf.Error); !ok {
+							err = &conf.Error{Pos: t.Pos, Msg: err.Error(), Err: err}
+						}
+						return err
+					}
+				}
 			}
 			if err := walk(loc.Locations); err != nil {
 				return err

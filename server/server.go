@@ -191,7 +191,7 @@ func (s *loopSet) addLoop(cfg *conf.Config, snap *httpcore.Snapshot, cpu int) er
 	// Connections of addresses without ssl pass through the layer to the worker. Each
 	// loop counts its own handshakes: no counter is shared between loops.
 	ts := &tls.Stats{}
-	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: ts})
+	layer := tls.NewLayer(w, s.router, tls.Options{KTLS: true, Stats: ts, PlainHTTP: true})
 	// The PROXY protocol header comes before the TLS handshake: its layer is the
 	// outer one. Connections of other addresses pass through it.
 	gate := &ppGate{r: s.router}

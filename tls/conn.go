@@ -90,6 +90,18 @@ type Conn struct {
 	inWrite    bool
 	blockedDue bool // OnWriteBlocked arrived inside a write, for after it
 	closeErr   error
+
+	// client: a connection to an upstream (Client.Dial), the handshake bounded
+	// by hsTimeout; what the inner handler wrote before it ended waits in early.
+	client    *ClientConfig
+	hsTimeout time.Duration
+	early     []byte
+
+	rejected bool // ssl_reject_handshake: the alert crypto/tls sends becomes unrecognized_name
+
+	info         Info
+	ticketSID    [32]byte // the identifier in the ticket offered, for a resumption
+	hasTicketSID bool
 }
 
 var _ eventloop.Conn = (*Conn)(nil)
@@ -104,6 +116,9 @@ func (wouldBlock) Temporary() bool { return true }
 
 var errWouldBlock error = wouldBlock{}
 
+// unrecognizedName is a fatal unrecognized_name alert record (RFC 8446 6.2).
+var unrecognizedName = []byte{21, 3, 3, 0, 2, 2, 112}
+
 var (
 	errHandshakeTooLarge = errors.New("tls: client sent too much before its handshake completed")
 	errHandshakeTimeout  = errors.New("tls: handshake timed out")
@@ -113,6 +128,10 @@ var (
 func (c *Conn) onData(data []byte) {
 	switch c.state {
 	case stateHandshake:
+		if c.hsBytes == 0 && c.client == nil && c.layer.opts.PlainHTTP && len(data) > 0 && data[0] != 22 && data[0]&0x80 == 0 {
+			c.plainHTTP(data) // not a handshake record, nor SSLv2's
+			return
+		}
 		c.hsBytes += len(data)
 		if c.hsBytes > c.layer.opts.MaxHandshakeBytes {
 			c.failHandshake(errHandshakeTooLarge)
@@ -126,11 +145,32 @@ func (c *Conn) onData(data []byte) {
 	}
 }
 
+// plainHTTP hands a connection that sent plain HTTP to the inner handler,
+// marked so that its request is answered with nginx's 497.
+func (c *Conn) plainHTTP(data []byte) {
+	l := c.layer
+	c.state = stateClosed
+	raw := c.raw
+	kcn := &kconn{Conn: raw, plain: true}
+	raw.SetContext(kcn)
+	raw.SetTimeout(0)
+	l.watch, l.watchClosed = raw, false
+	l.inner.OnOpen(kcn)
+	if !l.watchClosed {
+		l.inner.OnData(kcn, data)
+	}
+	l.watch = nil
+}
+
 // resume runs the handshake until it needs input or ends.
 func (c *Conn) resume() {
 	l := c.layer
 	if c.next == nil {
-		c.tc = stdtls.Server(&c.tr, l.config(c.sc))
+		if c.client != nil {
+			c.tc = stdtls.Client(&c.tr, l.clientConfig(c.client))
+		} else {
+			c.tc = stdtls.Server(&c.tr, l.config(c.sc))
+		}
 		c.next, c.stop = iter.Pull(c.handshake)
 	}
 	l.cur = c
@@ -173,7 +213,13 @@ func (c *Conn) failHandshake(err error) {
 		l.stats.Timeouts.Add(1)
 	}
 	l.cur = nil
-	if log := c.raw.Loop(); log != nil {
+	if c.client != nil {
+		// The upstream's handler hears of it as the connection's end.
+		c.closeErr = fmt.Errorf("SSL handshake with upstream: %w", err)
+		if err == errHandshakeTimeout {
+			c.closeErr = fmt.Errorf("SSL handshake with upstream: %w", eventloop.ErrDialTimeout)
+		}
+	} else if log := c.raw.Loop(); log != nil {
 		log.Logger().Info("TLS handshake failed", "client", c.raw.RemoteAddr().String(), "err", err.Error())
 	}
 	c.raw.Close()
@@ -202,6 +248,25 @@ func (c *Conn) established() {
 	cs := c.tc.ConnectionState()
 	if cs.DidResume {
 		l.stats.Resumed.Add(1)
+		if c.hasTicketSID && !c.info.hasSID {
+			c.info.sid, c.info.hasSID = c.ticketSID, true
+		}
+	}
+	c.info.set(&cs)
+	if c.client != nil {
+		c.state, c.opened, c.mode = stateOpen, true, modeStream
+		if len(c.early) > 0 {
+			early := c.early
+			c.early = nil
+			if _, err := c.Write(early); err != nil {
+				return
+			}
+		}
+		l.inner.OnOpen(c)
+		if c.state == stateOpen {
+			c.deliver()
+		}
+		return
 	}
 	held := 0
 	if l.support != nil {
@@ -291,12 +356,13 @@ func (c *Conn) toKernel(cs stdtls.ConnectionState) (held int, done bool) {
 	c.state = stateKernel
 	c.tc, c.src = nil, nil
 	raw := c.raw
-	raw.SetContext(nil)
+	kcn := &kconn{Conn: raw, info: c.info}
+	raw.SetContext(kcn)
 	l.watch, l.watchClosed = raw, false
-	l.inner.OnOpen(raw)
+	l.inner.OnOpen(kcn)
 	if n > 0 && !l.watchClosed {
 		if _, err := raw.Write(nil); err == nil { // still open: not closing, not closed
-			l.inner.OnData(raw, l.plain[:n])
+			l.inner.OnData(kcn, l.plain[:n])
 		}
 	}
 	l.watch = nil
@@ -463,6 +529,16 @@ func (c *Conn) onClose(err error) {
 		c.abandon()
 		c.tc = nil
 		c.wipeSecrets()
+		if c.client != nil {
+			c.layer.inner.OnClose(c, err)
+		}
+		return
+	}
+	if c.client != nil && !c.opened {
+		if c.closeErr != nil {
+			err = c.closeErr
+		}
+		c.layer.inner.OnClose(c, err)
 		return
 	}
 	c.tc = nil
@@ -485,6 +561,10 @@ func (c *Conn) onKick(*eventloop.Timer) {
 // Write implements eventloop.Conn: p is sealed into records sent with one
 // socket write (queued as the raw conn queues).
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.client != nil && c.state == stateHandshake {
+		c.early = append(c.early, p...)
+		return len(p), nil
+	}
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
@@ -492,12 +572,29 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.beginWrite()
-	_, err := c.tc.Write(p)
+	var err error
+	if rs := c.recordSize(); rs > 0 && rs < len(p) {
+		for q := p; len(q) > 0 && err == nil; {
+			k := min(len(q), rs)
+			_, err = c.tc.Write(q[:k])
+			q = q[k:]
+		}
+	} else {
+		_, err = c.tc.Write(p)
+	}
 	return c.endWrite(len(p), err)
 }
 
 // Writev implements eventloop.Conn: the pieces are gathered into full records.
 func (c *Conn) Writev(bufs [][]byte) (int, error) {
+	if c.client != nil && c.state == stateHandshake {
+		n := 0
+		for _, b := range bufs {
+			c.early = append(c.early, b...)
+			n += len(b)
+		}
+		return n, nil
+	}
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
@@ -505,12 +602,19 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	c.beginWrite()
 	total := 0
 	stage := l.stage[:0]
+	if rs := c.recordSize(); rs > 0 {
+		stage = l.stage[:0:rs]
+	}
+	whole := cap(stage)
 	var err error
 	for _, b := range bufs {
 		total += len(b)
 		for len(b) > 0 && err == nil {
-			if len(stage) == 0 && len(b) >= maxPlaintext {
-				k := len(b) &^ (maxPlaintext - 1)
+			if len(stage) == 0 && len(b) >= whole {
+				k := whole // crypto/tls splits at 16k itself, not below
+				if whole == maxPlaintext {
+					k = len(b) &^ (maxPlaintext - 1)
+				}
 				_, err = c.tc.Write(b[:k])
 				b = b[k:]
 				continue
@@ -527,6 +631,14 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 		_, err = c.tc.Write(stage)
 	}
 	return c.endWrite(total, err)
+}
+
+// recordSize is ssl_buffer_size, 0 for 16k (and for upstream connections).
+func (c *Conn) recordSize() int {
+	if c.sc == nil || c.sc.RecordSize >= maxPlaintext {
+		return 0
+	}
+	return c.sc.RecordSize
 }
 
 func (c *Conn) beginWrite() {
@@ -574,6 +686,11 @@ func (c *Conn) Close() error {
 	case stateClosed:
 		return eventloop.ErrClosed
 	case stateClosing:
+		return c.raw.Close()
+	case stateHandshake: // an upstream connection given up while handshaking
+		c.state = stateClosing
+		c.abandon()
+		c.early = nil
 		return c.raw.Close()
 	}
 	c.state = stateClosing
@@ -739,6 +856,14 @@ func wholeRecord(in []byte) bool {
 // while the inner handler's write is sealed.
 func (t *transport) Write(b []byte) (int, error) {
 	c := t.c
+	if c.rejected && len(b) >= 7 && b[0] == 21 {
+		// crypto/tls answers a GetConfigForClient error with internal_error;
+		// nginx's rejection is a fatal unrecognized_name, before any key.
+		if _, err := c.raw.Write(unrecognizedName); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	if c.state == stateHandshake && !c.haveServerRandom && len(b) >= 43 && b[0] == 22 && b[5] == 2 {
 		// The first ServerHello: TLS 1.2's key block needs its random.
 		copy(c.serverRandom[:], b[11:43])

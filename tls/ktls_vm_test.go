@@ -42,7 +42,7 @@ func TestProbeHost(t *testing.T) {
 // kernelEcho echoes and records how each connection was handed over.
 type kernelEcho struct {
 	*funcHandler
-	raw  chan bool   // per OnOpen: the inner handler got the raw conn (kTLS)
+	raw  chan bool   // per OnOpen: the inner handler got the kernel conn with its TLS state (kTLS)
 	ulp  chan string // per OnOpen: the socket's TCP_ULP
 	errs chan error  // per OnClose
 }
@@ -52,7 +52,9 @@ func newKernelEcho() *kernelEcho {
 	k.funcHandler = echoHandler()
 	k.open = func(c eventloop.Conn) {
 		_, isTLS := c.(*Conn)
-		k.raw <- !isTLS
+		// A kernel connection carries its handshake's state ($ssl_* variables).
+		info := InfoOf(c)
+		k.raw <- !isTLS && info != nil && info.Version != 0 && info.Cipher != 0
 		ulp, _ := unix.GetsockoptString(c.Fd(), unix.IPPROTO_TCP, unix.TCP_ULP)
 		k.ulp <- ulp
 	}

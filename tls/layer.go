@@ -1,8 +1,9 @@
 package tls
 
 import (
+	"crypto/rand"
 	stdtls "crypto/tls"
-	"encoding/binary"
+	"errors"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,23 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds the handshakes this configuration starts; 0
 	// leaves Options.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// AutoTicketKeys: tickets are sealed with numaproxy's own keys, the same
+	// in every loop, kept across reloads and rotated (no
+	// ssl_session_ticket_key); else with TLS's.
+	AutoTicketKeys bool
+	// Reject refuses handshakes that end up with this server
+	// (ssl_reject_handshake): an unrecognized_name alert.
+	Reject bool
+	// RecordSize bounds the plaintext of the records sent (ssl_buffer_size);
+	// 0 is 16k.
+	RecordSize int
+
+	verifier *verifier // client certificates (ssl_verify_client); nil: none asked
+
+	// sessions, else a per-loop cache of builtinCache bytes: tickets are
+	// identifiers of sessions kept there (ssl_session_cache with tickets off).
+	sessions     *sessionCache
+	builtinCache int
 }
 
 // Router picks the configuration of a connection. Its methods run on the loop
@@ -48,6 +66,10 @@ type Options struct {
 	Support *Support
 	// Stats receives the counters; may be shared by the layers of many loops.
 	Stats *Stats
+	// PlainHTTP hands a connection whose first byte cannot start a TLS
+	// handshake to the inner handler as plain, marked (IsPlainHTTP) for
+	// nginx's 497; else it is closed as a failed handshake.
+	PlainHTTP bool
 }
 
 // Stats count handshakes by outcome and record path; safe from any goroutine.
@@ -70,9 +92,16 @@ type Layer struct {
 	support *Support
 	stats   *Stats
 
-	clones map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
-	cur    *Conn                            // the connection whose handshake runs now
-	keylog keyLog
+	clones  map[*ServerConfig]*stdtls.Config // this loop's copies, hooks installed
+	builtin map[*ServerConfig]*sessionCache  // this loop's ssl_session_cache builtin
+
+	ringCfg  *stdtls.Config // ticketConfig
+	ringSeen *ticketRing
+
+	client       bool                             // connections to upstreams (Client)
+	clientClones map[*ClientConfig]*stdtls.Config // this loop's copies, with their session caches
+	cur          *Conn                            // the connection whose handshake runs now
+	keylog       keyLog
 
 	plain []byte // decrypted input on its way to the inner handler
 	out   []byte // records of one write, sent with one socket write
@@ -103,7 +132,8 @@ func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
 	if opts.Stats == nil {
 		opts.Stats = &Stats{}
 	}
-	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{}}
+	l := &Layer{inner: inner, router: router, opts: opts, stats: opts.Stats, clones: map[*ServerConfig]*stdtls.Config{},
+		builtin: map[*ServerConfig]*sessionCache{}, clientClones: map[*ClientConfig]*stdtls.Config{}}
 	if opts.KTLS {
 		l.support = opts.Support
 		if l.support == nil {
@@ -123,6 +153,7 @@ func NewLayer(inner eventloop.Handler, router Router, opts Options) *Layer {
 func (l *Layer) SetRouter(r Router) {
 	l.router = r
 	clear(l.clones)
+	clear(l.builtin)
 }
 
 // Stats returns the counters.
@@ -143,72 +174,111 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 	if l.support != nil {
 		cfg.KeyLogWriter = &l.keylog
 	}
-	timeout := sc.SessionTimeout
-	if !cfg.SessionTicketsDisabled && (timeout > 0 || l.support != nil) {
-		cfg.WrapSession = func(cs stdtls.ConnectionState, ss *stdtls.SessionState) ([]byte, error) {
-			if c := l.cur; c != nil && c.appSecrets {
-				c.appTickets++ // sent under the application traffic key
+	if v := sc.verifier; v != nil {
+		cfg.VerifyConnection = func(cs stdtls.ConnectionState) error {
+			if c := l.cur; c != nil {
+				c.info.verified(v, cs.PeerCertificates)
 			}
-			if timeout > 0 {
-				stampSession(ss, time.Now())
-			}
-			return cfg.EncryptTicket(cs, ss)
+			return nil // as nginx, the request is refused, not the handshake
 		}
-		if timeout > 0 {
-			cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
-				ss, err := cfg.DecryptTicket(identity, cs)
-				if err != nil || ss == nil {
-					return nil, nil
+	}
+	timeout := sc.SessionTimeout
+	store := sc.sessions
+	if store == nil && sc.builtinCache > 0 {
+		store = newSessionCache(sc.builtinCache)
+		l.builtin[sc] = store
+	}
+	if !cfg.SessionTicketsDisabled {
+		// Tickets carry their issue time (ssl_session_timeout) and the session's
+		// identifier ($ssl_session_id); with a cache, a ticket is the key of
+		// the session kept there.
+		cfg.WrapSession = func(cs stdtls.ConnectionState, ss *stdtls.SessionState) ([]byte, error) {
+			var sid [32]byte
+			if c := l.cur; c != nil {
+				if c.appSecrets {
+					c.appTickets++ // sent under the application traffic key
 				}
-				if t, ok := sessionStamp(ss); !ok || time.Since(t) > timeout {
-					return nil, nil // a full handshake, as after nginx's ssl_session_timeout
+				if cs.DidResume && c.hasTicketSID {
+					c.info.sid, c.info.hasSID = c.ticketSID, true
 				}
-				return ss, nil
+				sid = *c.info.SessionID()
 			}
+			now := time.Now()
+			stampSession(ss, now, &sid)
+			if store == nil {
+				if sc.AutoTicketKeys {
+					return l.ticketConfig(now).EncryptTicket(cs, ss)
+				}
+				return cfg.EncryptTicket(cs, ss)
+			}
+			state, err := ss.Bytes()
+			if err != nil {
+				return nil, err
+			}
+			id := make([]byte, 32)
+			rand.Read(id)
+			expires := now.Add(7 * 24 * time.Hour)
+			if timeout > 0 {
+				expires = now.Add(timeout)
+			}
+			store.put([32]byte(id), state, expires)
+			return id, nil
+		}
+		cfg.UnwrapSession = func(identity []byte, cs stdtls.ConnectionState) (*stdtls.SessionState, error) {
+			var ss *stdtls.SessionState
+			var err error
+			if store == nil {
+				keys := cfg
+				if sc.AutoTicketKeys {
+					keys = l.ticketConfig(time.Now())
+				}
+				ss, err = keys.DecryptTicket(identity, cs)
+			} else if state := store.get(identity, time.Now()); state != nil {
+				ss, err = stdtls.ParseSessionState(state)
+			}
+			if err != nil || ss == nil {
+				return nil, nil
+			}
+			issued, sid, ok := sessionStamp(ss)
+			if !ok || timeout > 0 && time.Since(issued) > timeout {
+				return nil, nil // a full handshake, as after nginx's ssl_session_timeout
+			}
+			if c := l.cur; c != nil {
+				c.ticketSID, c.hasTicketSID = sid, true
+			}
+			return ss, nil
 		}
 	}
 	l.clones[sc] = cfg
 	return cfg
 }
 
-// configForClient switches to the server the client named (SNI).
+// configForClient switches to the server the client named (SNI), and rejects
+// the handshake when that server, or the default one for no or an unknown
+// name, has ssl_reject_handshake on.
 func (l *Layer) configForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
 	c := l.cur
-	if c == nil || hello.ServerName == "" {
+	if c == nil {
 		return nil, nil
 	}
-	sc := l.router.ByName(c.raw.LocalAddr(), hello.ServerName)
-	if sc == nil || sc == c.sc {
+	sc := c.sc
+	if hello.ServerName != "" {
+		if byName := l.router.ByName(c.raw.LocalAddr(), hello.ServerName); byName != nil {
+			sc = byName
+		}
+	}
+	if sc.Reject {
+		c.rejected = true
+		return nil, errRejected
+	}
+	if sc == c.sc {
 		return nil, nil
 	}
 	c.sc = sc
 	return l.config(sc), nil
 }
 
-// sessionStampTag marks the Extra entry holding a ticket's issue time.
-const sessionStampTag = "numaproxy-issued:"
-
-func stampSession(ss *stdtls.SessionState, now time.Time) {
-	e := make([]byte, len(sessionStampTag)+8)
-	copy(e, sessionStampTag)
-	binary.BigEndian.PutUint64(e[len(sessionStampTag):], uint64(now.Unix()))
-	for i, x := range ss.Extra {
-		if len(x) == len(e) && string(x[:len(sessionStampTag)]) == sessionStampTag {
-			ss.Extra[i] = e
-			return
-		}
-	}
-	ss.Extra = append(ss.Extra, e)
-}
-
-func sessionStamp(ss *stdtls.SessionState) (time.Time, bool) {
-	for _, x := range ss.Extra {
-		if len(x) == len(sessionStampTag)+8 && string(x[:len(sessionStampTag)]) == sessionStampTag {
-			return time.Unix(int64(binary.BigEndian.Uint64(x[len(sessionStampTag):])), 0), true
-		}
-	}
-	return time.Time{}, false
-}
+var errRejected = errors.New("tls: handshake rejected (ssl_reject_handshake)")
 
 // buffers allocates the loop's buffers on first use, on the loop's thread.
 func (l *Layer) buffers() {
@@ -222,6 +292,17 @@ func (l *Layer) buffers() {
 
 // OnOpen implements eventloop.Handler.
 func (l *Layer) OnOpen(raw eventloop.Conn) {
+	if l.client {
+		// Connected to an upstream: the client speaks first.
+		if c, ok := raw.Context().(*Conn); ok {
+			l.buffers()
+			if c.hsTimeout > 0 {
+				raw.SetTimeout(c.hsTimeout)
+			}
+			c.resume()
+		}
+		return
+	}
 	sc := l.router.Default(raw.LocalAddr())
 	if sc == nil {
 		l.inner.OnOpen(raw)
@@ -240,38 +321,50 @@ func (l *Layer) OnOpen(raw eventloop.Conn) {
 
 // OnData implements eventloop.Handler.
 func (l *Layer) OnData(raw eventloop.Conn, data []byte) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onData(data)
-		return
+	case *kconn:
+		l.inner.OnData(c, data)
+	default:
+		l.inner.OnData(raw, data)
 	}
-	l.inner.OnData(raw, data)
 }
 
 // OnWriteBlocked implements eventloop.Handler.
 func (l *Layer) OnWriteBlocked(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onWriteBlocked()
-		return
+	case *kconn:
+		l.inner.OnWriteBlocked(c)
+	default:
+		l.inner.OnWriteBlocked(raw)
 	}
-	l.inner.OnWriteBlocked(raw)
 }
 
 // OnWritable implements eventloop.Handler.
 func (l *Layer) OnWritable(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onWritable()
-		return
+	case *kconn:
+		l.inner.OnWritable(c)
+	default:
+		l.inner.OnWritable(raw)
 	}
-	l.inner.OnWritable(raw)
 }
 
 // OnTimeout implements eventloop.Handler.
 func (l *Layer) OnTimeout(raw eventloop.Conn) {
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onTimeout()
-		return
+	case *kconn:
+		l.inner.OnTimeout(c)
+	default:
+		l.inner.OnTimeout(raw)
 	}
-	l.inner.OnTimeout(raw)
 }
 
 // OnClose implements eventloop.Handler.
@@ -279,9 +372,12 @@ func (l *Layer) OnClose(raw eventloop.Conn, err error) {
 	if raw == l.watch {
 		l.watchClosed = true
 	}
-	if c, ok := raw.Context().(*Conn); ok {
+	switch c := raw.Context().(type) {
+	case *Conn:
 		c.onClose(err)
-		return
+	case *kconn:
+		l.inner.OnClose(c, err)
+	default:
+		l.inner.OnClose(raw, err)
 	}
-	l.inner.OnClose(raw, err)
 }

@@ -1,14 +1,15 @@
 package tls
 
 import (
-	"crypto/rand"
 	stdtls "crypto/tls"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // Module declares the ssl_* directives (nginx's ngx_http_ssl_module). Their
@@ -22,13 +23,16 @@ var Module = &conf.Module{
 	Check:      check,
 }
 
+// The hooks refer to Module (ConfOf): set apart to break the initialisation cycle.
+func init() { Module.Ctx = &httpcore.Hooks{Variables: variables, Init: initModule} }
+
 const hs = conf.HTTPCtx | conf.ServerCtx
 
 // defaultCiphers is nginx's ssl_ciphers default.
 const defaultCiphers = "HIGH:!aNULL:!MD5"
 
 func directives() []conf.Directive {
-	return []conf.Directive{
+	return append([]conf.Directive{
 		{Name: "ssl_certificate", Contexts: hs, Args: conf.Args1, Multi: true, Set: setFile(func(c *SrvConf) *[]fileRef { return &c.certFiles }),
 			Syntax: "ssl_certificate file;",
 			Doc:    "A PEM certificate (chain) of the server; several, each with its ssl_certificate_key in the same order (e.g. ECDSA and RSA), and the handshake takes the first the client supports."},
@@ -40,7 +44,7 @@ func directives() []conf.Directive {
 			Doc: "Protocol versions, a range without gaps. The default is nginx 1.23.4's (1.22 also enabled TLSv1 and TLSv1.1); SSLv2 and SSLv3 are accepted and ignored, as with an OpenSSL built without them."},
 		{Name: "ssl_ciphers", Contexts: hs, Args: conf.Args1, Set: setCiphers,
 			Syntax: "ssl_ciphers ciphers;", Default: "HIGH:!aNULL:!MD5",
-			Doc: "TLS 1.2 and older cipher suites in OpenSSL's list format: suite names and the keywords HIGH, ALL, DEFAULT, ECDHE, kRSA, AESGCM, CHACHA20, AES, SHA1 and 3DES with ! or -. Names crypto/tls does not implement (DHE, CAMELLIA, ...) are skipped as OpenSSL skips unknown ones; a list left empty is an error. TLS 1.3 suites are not configurable (nor are they by ssl_ciphers in nginx)."},
+			Doc: "TLS 1.2 and older cipher suites in OpenSSL's list format: suite names and the keywords HIGH, ALL, DEFAULT, ECDHE, kRSA, AESGCM, CHACHA20, AES, SHA1 and 3DES with ! or -. Names crypto/tls does not implement (DHE, CAMELLIA, ...) are skipped as OpenSSL skips unknown ones, and RC4 suites are never enabled (as with Debian's OpenSSL 3); a list left empty is an error. TLS 1.3 suites are not configurable (nor are they by ssl_ciphers in nginx)."},
 		{Name: "ssl_prefer_server_ciphers", Contexts: hs, Args: conf.Flag, Set: setPreferServer, NoEffect: true,
 			Syntax: "ssl_prefer_server_ciphers on | off;", Default: "off",
 			Doc: "crypto/tls has no such switch: it chooses by its own order whichever way this is set (AES-GCM first where the CPU has AES instructions, ChaCha20-Poly1305 first for clients that put it first). Stock nginx.conf files carry it, so it is checked and accepted."},
@@ -49,8 +53,29 @@ func directives() []conf.Directive {
 			Doc: "How long a session ticket may resume a session."},
 		{Name: "ssl_session_tickets", Contexts: hs, Args: conf.Flag, Set: setSessionTickets,
 			Syntax: "ssl_session_tickets on | off;", Default: "on",
-			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys are random per configuration load and shared by every loop; a reload makes new ones, as in nginx."},
-	}
+			Doc: "Session resumption by tickets (TLS 1.2 and 1.3). Ticket keys come from ssl_session_ticket_key, else numaproxy makes them: the same in every loop, kept across reloads (nginx makes new ones at each), a new key every 12 hours with the two before it still accepted. Off with an ssl_session_cache, the tickets name sessions kept in the cache."},
+		{Name: "ssl_session_cache", Contexts: hs, Args: conf.Args1 | conf.Args2, Set: setSessionCache,
+			Syntax: "ssl_session_cache off | none | [builtin[:size]] [shared:name:size];", Default: "none",
+			Doc: "A cache of sessions on the server. crypto/tls resumes only from tickets, so it is used when ssl_session_tickets is off: the tickets are then identifiers of sessions kept in the cache (stateful tickets, as OpenSSL's with tickets off), for TLS 1.3 and for TLS 1.2 clients that accept tickets; TLS 1.2 resumption by session ID alone (clients without tickets) is not available. shared:name:size is one cache for every loop of the process, bounded by size and kept across reloads that keep its name and size; builtin[:size] (size in sessions, default 20480) is a cache per loop, as nginx's per worker. With tickets on, tickets carry the sessions as before and the cache is not used."},
+		{Name: "ssl_session_ticket_key", Contexts: hs, Args: conf.Args1, Multi: true, Set: setTicketKey,
+			Syntax: "ssl_session_ticket_key file;",
+			Doc:    "A file of 48 or 80 random bytes (nginx's formats) from which the key that encrypts and decrypts session tickets is derived; with several, the first encrypts and all decrypt, so keys rotate by adding a new file first. numaproxy's tickets are crypto/tls's, so a file shares sessions between numaproxy instances, not with nginx. Without it, numaproxy makes and rotates its own (ssl_session_tickets)."},
+		{Name: "ssl_verify_client", Contexts: hs, Args: conf.Args1, Set: setVerifyClient,
+			Syntax: "ssl_verify_client on | off | optional | optional_no_ca;", Default: "off",
+			Doc: "Asks clients for a certificate and verifies it against ssl_client_certificate and ssl_trusted_certificate. The handshake completes whatever the outcome, as nginx's; a request then gets 400 \"No required SSL certificate was sent\" (496) when on and none came, and 400 \"The SSL certificate error\" (495) when verification failed, except for an unknown issuer with optional_no_ca. $ssl_client_verify says NONE, SUCCESS or FAILED:reason with OpenSSL's reasons."},
+		{Name: "ssl_verify_depth", Contexts: hs, Args: conf.Args1, Set: setVerifyDepth,
+			Syntax: "ssl_verify_depth number;", Default: "1",
+			Doc: "The most CA certificates between a client's certificate and the trusted one (OpenSSL's depth)."},
+		{Name: "ssl_client_certificate", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.clientCA }, bitClientCA),
+			Syntax: "ssl_client_certificate file;",
+			Doc:    "PEM CA certificates that verify client certificates; their names are sent to clients in the certificate request."},
+		{Name: "ssl_trusted_certificate", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.trustedCA }, bitTrustedCA),
+			Syntax: "ssl_trusted_certificate file;",
+			Doc:    "PEM CA certificates that verify client certificates without being named to clients."},
+		{Name: "ssl_crl", Contexts: hs, Args: conf.Args1, Set: setCAFile(func(c *SrvConf) *fileRef { return &c.crl }, bitCRL),
+			Syntax: "ssl_crl file;",
+			Doc:    "PEM certificate revocation lists checked for every certificate of a client's chain below the trusted one (as nginx, each CA's CRL must be there: a missing one fails verification)."},
+	}, append(upstreamDirectives(), extraDirectives()...)...)
 }
 
 // fileRef is a file named in the configuration.
@@ -67,6 +92,15 @@ type SrvConf struct {
 	ciphers             []uint16
 	sessionTimeout      time.Duration
 	noTickets           bool
+	verify              verifyMode
+	verifyDepth         int
+	clientCA, trustedCA fileRef
+	crl                 fileRef
+	verifyPos           conf.Pos
+	cache               sessionCacheConf
+	ticketKeys          []fileRef
+	up                  upstreamConf // proxy_ssl_*, at every level
+	extra               extraConf
 	set                 uint32
 
 	// Built is the server's configuration once Check loaded its certificates;
@@ -82,6 +116,13 @@ const (
 	bitPrefer
 	bitTimeout
 	bitTickets
+	bitVerify
+	bitDepth
+	bitClientCA
+	bitTrustedCA
+	bitCRL
+	bitCache
+	bitTicketKeys
 )
 
 // ConfOf returns the ssl settings of a server; nil when the configuration was
@@ -112,6 +153,29 @@ func (c *SrvConf) inherit(p *SrvConf) {
 	if c.set&bitTickets == 0 {
 		c.noTickets = p.noTickets
 	}
+	if c.set&bitVerify == 0 {
+		c.verify, c.verifyPos = p.verify, p.verifyPos
+	}
+	if c.set&bitDepth == 0 {
+		c.verifyDepth = p.verifyDepth
+	}
+	if c.set&bitClientCA == 0 {
+		c.clientCA = p.clientCA
+	}
+	if c.set&bitTrustedCA == 0 {
+		c.trustedCA = p.trustedCA
+	}
+	if c.set&bitCRL == 0 {
+		c.crl = p.crl
+	}
+	if c.set&bitCache == 0 {
+		c.cache = p.cache
+	}
+	if c.set&bitTicketKeys == 0 {
+		c.ticketKeys = p.ticketKeys
+	}
+	c.up.inherit(&p.up)
+	c.extra.inherit(&p.extra)
 	c.set |= p.set
 }
 
@@ -140,6 +204,17 @@ func setProtocols(c *conf.Cursor, s *conf.Stmt) error {
 	if sc.set&bitProtocols != 0 {
 		return s.Errorf("%q directive is duplicate", s.Name)
 	}
+	lo, hi, err := parseProtocols(c, s)
+	if err != nil {
+		return err
+	}
+	sc.minVersion, sc.maxVersion = lo, hi
+	sc.set |= bitProtocols
+	return nil
+}
+
+// parseProtocols reads ssl_protocols' list into a range of versions.
+func parseProtocols(c *conf.Cursor, s *conf.Stmt) (lo, hi uint16, err error) {
 	versions := map[string]uint16{"TLSv1": stdtls.VersionTLS10, "TLSv1.1": stdtls.VersionTLS11,
 		"TLSv1.2": stdtls.VersionTLS12, "TLSv1.3": stdtls.VersionTLS13}
 	have := map[uint16]bool{}
@@ -150,25 +225,23 @@ func setProtocols(c *conf.Cursor, s *conf.Stmt) error {
 		}
 		v, ok := versions[a.Value]
 		if !ok {
-			return s.InvalidValue(a, "")
+			return 0, 0, s.InvalidValue(a, "")
 		}
 		have[v] = true
 	}
 	if len(have) == 0 {
-		return s.Errorf("%q leaves no protocol enabled", s.Name)
+		return 0, 0, s.Errorf("%q leaves no protocol enabled", s.Name)
 	}
-	lo, hi := uint16(0xffff), uint16(0)
+	lo, hi = uint16(0xffff), uint16(0)
 	for v := range have {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	for v := lo; v <= hi; v++ {
 		if !have[v] {
-			return s.Errorf("%q with a gap (%s missing) is not supported: crypto/tls enables a range of versions", s.Name, versionName(v))
+			return 0, 0, s.Errorf("%q with a gap (%s missing) is not supported: crypto/tls enables a range of versions", s.Name, versionName(v))
 		}
 	}
-	sc.minVersion, sc.maxVersion = lo, hi
-	sc.set |= bitProtocols
-	return nil
+	return lo, hi, nil
 }
 
 func versionName(v uint16) string {
@@ -242,22 +315,125 @@ func setSessionTickets(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+func setTicketKey(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	v := s.Args[0].Value
+	if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+		return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+	}
+	sc.ticketKeys = append(sc.ticketKeys, fileRef{path: c.Path(v), pos: s.Pos})
+	sc.set |= bitTicketKeys
+	return nil
+}
+
+func setVerifyClient(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitVerify != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	m, ok := map[string]verifyMode{"off": verifyOff, "on": verifyOn, "optional": verifyOptional, "optional_no_ca": verifyOptionalNoCA}[s.Args[0].Value]
+	if !ok {
+		return s.InvalidValue(s.Args[0], "it must be \"on\", \"off\", \"optional\" or \"optional_no_ca\"")
+	}
+	sc.verify, sc.verifyPos = m, s.Pos
+	sc.set |= bitVerify
+	return nil
+}
+
+func setVerifyDepth(c *conf.Cursor, s *conf.Stmt) error {
+	sc := srvConf(c)
+	if sc.set&bitDepth != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	n, err := strconv.Atoi(s.Args[0].Value)
+	if err != nil || n < 0 {
+		return s.InvalidValue(s.Args[0], "")
+	}
+	sc.verifyDepth = n
+	sc.set |= bitDepth
+	return nil
+}
+
+func setCAFile(field func(*SrvConf) *fileRef, bit uint32) func(*conf.Cursor, *conf.Stmt) error {
+	return func(c *conf.Cursor, s *conf.Stmt) error {
+		sc := srvConf(c)
+		if sc.set&bit != 0 {
+			return s.Errorf("%q directive is duplicate", s.Name)
+		}
+		v := s.Args[0].Value
+		if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+			return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+		}
+		*field(sc) = fileRef{path: c.Path(v), pos: s.Pos}
+		sc.set |= bit
+		return nil
+	}
+}
+
+// initModule adds the checks nginx makes in ngx_http_process_request, where
+// some address speaks TLS: plain HTTP sent to it (497) and client
+// certificates (495, 496).
+func initModule(s *httpcore.Setup) error {
+	if s.Config.HTTP == nil {
+		return nil
+	}
+	for _, srv := range s.Config.HTTP.Servers {
+		for _, l := range srv.Listens {
+			if l.SSL {
+				return s.AddHandler(httpcore.PostReadPhase, checkConn)
+			}
+		}
+	}
+	return nil
+}
+
+// checkConn answers 497 to plain HTTP on a TLS address, and 495
+// (verification failed) or 496 (none sent) for client certificates as nginx
+// does for the server the request is for.
+func checkConn(r *httpcore.Request) httpcore.Status {
+	if IsPlainHTTP(r.Conn()) {
+		r.Log().Info("client sent plain HTTP request to HTTPS port", "client", r.RemoteAddr().String())
+		return statusPlainHTTP
+	}
+	srv := r.Server()
+	if srv == nil {
+		return httpcore.Declined
+	}
+	sc := ConfOf(srv)
+	info := InfoOf(r.Conn())
+	if sc == nil || sc.verify == verifyOff || info == nil {
+		return httpcore.Declined
+	}
+	if info.verifyErr != 0 && (sc.verify != verifyOptionalNoCA || !info.verifyErr.optional()) {
+		r.Log().Info("client SSL certificate verify error: " + info.Verify)
+		return statusCertError
+	}
+	if sc.verify == verifyOn && len(info.Peer) == 0 {
+		r.Log().Info("client sent no required SSL certificate")
+		return statusNoCert
+	}
+	return httpcore.Declined
+}
+
+// nginx's internal statuses, answered as 400 with their own pages.
+const (
+	statusCertError = 495
+	statusNoCert    = 496
+	statusPlainHTTP = 497
+)
+
 // check loads the certificates of every server that has some, and requires them
 // of the default server of every address some listen marks ssl (nginx's rule).
 func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
 	}
-	var ticketKey [32]byte
-	if _, err := rand.Read(ticketKey[:]); err != nil {
-		return fmt.Errorf("session ticket key: %w", err)
-	}
 	for _, srv := range cfg.HTTP.Servers {
 		sc := srv.Conf(self).(*SrvConf)
-		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 {
+		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 && !sc.extra.reject {
 			continue
 		}
-		built, err := sc.build(ticketKey)
+		built, err := sc.build()
 		if err != nil {
 			return err
 		}
@@ -294,7 +470,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 }
 
 // build loads the server's certificates and makes its crypto/tls configuration.
-func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
+func (sc *SrvConf) build() (*ServerConfig, error) {
 	if len(sc.keyFiles) < len(sc.certFiles) {
 		f := sc.certFiles[len(sc.keyFiles)]
 		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate_key\" is defined for certificate \"%s\"", f.path)}
@@ -313,22 +489,77 @@ func (sc *SrvConf) build(ticketKey [32]byte) (*ServerConfig, error) {
 		SessionTicketsDisabled: sc.noTickets,
 		// nginx writes records of ssl_buffer_size (16k) from the first byte.
 		DynamicRecordSizingDisabled: true,
+		// ALPN as nginx without HTTP/2: http/1.1, and a client that offers only
+		// protocols the server lacks fails the handshake.
+		NextProtos: []string{"http/1.1"},
 	}
 	if sc.set&bitProtocols != 0 {
 		cfg.MinVersion, cfg.MaxVersion = sc.minVersion, sc.maxVersion
 	}
+	var passwords [][]byte
+	if f := sc.extra.passwordFile; f.path != "" {
+		var err error
+		if passwords, err = readPasswords(f); err != nil {
+			return nil, err
+		}
+	}
+	var staple []byte
+	if sc.extra.stapling {
+		f := sc.extra.stapleFile
+		if f.path == "" {
+			return nil, &conf.Error{Pos: sc.extra.staplingPos, Msg: "\"ssl_stapling\" needs \"ssl_stapling_file\": numaproxy does not fetch OCSP responses from the responder"}
+		}
+		var err error
+		if staple, err = loadStaple(f); err != nil {
+			return nil, err
+		}
+	}
+	cfg.CurvePreferences = sc.extra.curves
 	for i, cf := range sc.certFiles {
 		kf := sc.keyFiles[i]
-		cert, err := stdtls.LoadX509KeyPair(cf.path, kf.path)
+		cert, err := loadKeyPair(cf.path, kf.path, passwords)
+		cert.OCSPStaple = staple
 		if err != nil {
 			return nil, &conf.Error{Pos: cf.pos, Msg: fmt.Sprintf("cannot load certificate \"%s\" with key \"%s\": %v", cf.path, kf.path, err), Err: err}
 		}
 		cfg.Certificates = append(cfg.Certificates, cert)
 	}
-	cfg.SetSessionTicketKeys([][32]byte{ticketKey})
+	var keys [][32]byte
+	for _, f := range sc.ticketKeys {
+		k, err := ticketKey(f)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	if keys != nil {
+		cfg.SetSessionTicketKeys(keys)
+	}
 	timeout := sc.sessionTimeout
 	if sc.set&bitTimeout == 0 {
 		timeout = 5 * time.Minute
 	}
-	return &ServerConfig{TLS: cfg, SessionTimeout: timeout}, nil
+	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout, Reject: sc.extra.reject, RecordSize: sc.extra.bufferSize,
+		AutoTicketKeys: keys == nil}
+	if sc.noTickets && sc.cache.mode == cacheOn {
+		// Sessions kept in the cache, tickets naming them.
+		cfg.SessionTicketsDisabled = false
+		if sc.cache.hasShared {
+			out.sessions = sharedCache(sc.cache.sharedName, sc.cache.sharedSize)
+		} else {
+			out.builtinCache = sc.cache.builtinSize
+		}
+	}
+	if sc.verify != verifyOff {
+		v, err := sc.buildVerifier()
+		if err != nil {
+			return nil, err
+		}
+		out.verifier = v
+		// Every certificate is taken; the layer verifies it (VerifyConnection)
+		// and the request is refused later, as in nginx.
+		cfg.ClientAuth = stdtls.RequestClientCert
+		cfg.ClientCAs = v.named
+	}
+	return out, nil
 }

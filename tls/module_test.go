@@ -124,6 +124,17 @@ func TestParseCiphers(t *testing.T) {
 			t.Errorf("default has %s", n)
 		}
 	}
+	// As with Debian's OpenSSL 3 (RC4 is in the legacy provider nginx does not
+	// load), no list reaches RC4.
+	all, _ := ParseCiphers("ALL")
+	for _, id := range all {
+		if n := stdtls.CipherSuiteName(id); strings.Contains(n, "RC4") {
+			t.Errorf("ALL has %s", n)
+		}
+	}
+	if got, err := ParseCiphers("RC4-SHA:ECDHE-RSA-RC4-SHA"); err == nil {
+		t.Errorf("RC4 alone: %s, want an error", name(got))
+	}
 	if len(def) != 17 {
 		t.Errorf("default: %d suites: %s", len(def), name(def))
 	}

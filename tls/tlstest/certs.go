@@ -48,7 +48,7 @@ func NewCA() (*CA, error) {
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
@@ -123,4 +123,111 @@ func (l *Leaf) WriteFiles(dir, name string) (certFile, keyFile string, err error
 		err = os.WriteFile(keyFile, l.KeyPEM, 0o600)
 	}
 	return certFile, keyFile, err
+}
+
+// ClientOptions shape a client certificate (IssueClient), or a server one.
+type ClientOptions struct {
+	// RawSubject is the DER subject; nil: CN=client.
+	RawSubject []byte
+	Serial     *big.Int // nil: random
+	NotBefore  time.Time
+	NotAfter   time.Time // zero: a day and a half from now
+	// Server makes a server certificate for Names (DNS names or addresses),
+	// with the CRL distribution points CRLs.
+	Server bool
+	Names  []string
+	CRLs   []string
+}
+
+// IssueClient makes an ECDSA client certificate (extended key usage clientAuth).
+func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if o.Serial == nil {
+		if o.Serial, err = rand.Int(rand.Reader, big.NewInt(1<<62)); err != nil {
+			return nil, err
+		}
+	}
+	if o.NotBefore.IsZero() {
+		o.NotBefore = time.Now().Add(-time.Hour)
+	}
+	if o.NotAfter.IsZero() {
+		o.NotAfter = time.Now().Add(36 * time.Hour)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: o.Serial,
+		Subject:      pkix.Name{CommonName: "client"},
+		RawSubject:   o.RawSubject,
+		NotBefore:    o.NotBefore,
+		NotAfter:     o.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if o.Server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.CRLDistributionPoints = o.CRLs
+		for _, n := range o.Names {
+			if ip := net.ParseIP(n); ip != nil {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			} else {
+				tmpl.DNSNames = append(tmpl.DNSNames, n)
+			}
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	l := &Leaf{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+	return l, err
+}
+
+// Intermediate makes a CA signed by ca; its PEM is its own certificate.
+func (ca *CA) Intermediate() (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(2),
+		Subject:               pkix.Name{CommonName: "numaproxy test intermediate CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, Pool: ca.Pool, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// CRL is a PEM revocation list of ca that revokes the given serial numbers.
+func (ca *CA) CRL(revoked ...*big.Int) ([]byte, error) {
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
+			x509.RevocationListEntry{SerialNumber: s, RevocationTime: time.Now().Add(-time.Minute)})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), nil
 }
