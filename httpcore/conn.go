@@ -63,6 +63,7 @@ type conn struct {
 	// response ends (SetWriteWatermarks).
 	ownWatermarks bool
 	keepAlive     bool
+	pipelined     bool      // the next request's bytes were here when the last one ended
 	srvConf       *LocConf  // the server's config (the default server's until a request names one)
 	lcf           *LocConf  // the location's config, else srvConf
 	lingerUntil   time.Time // csDiscard, csLinger: the end of lingering_time
@@ -261,6 +262,9 @@ func (c *conn) begin() {
 	r.snap = c.w.snapshotFor(c.local)
 	r.started = time.Now()
 	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
+	r.wireSent, r.headSize, r.bodyWire, r.pipelined = 0, 0, 0, c.pipelined
+	c.w.seq++
+	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
 	r.srv, r.loc, r.prefix = nil, nil, ""
@@ -344,6 +348,7 @@ func (c *conn) finish() {
 	}
 	// Keep only what came after this request: the window moves past it.
 	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
+	c.pipelined = len(c.in) > 0
 	c.req.Reset()
 	c.state = csHead
 	c.headTimer = false

@@ -184,6 +184,7 @@ func (r *Request) writeHeader() {
 	b = append(b, "\r\n"...)
 	c.w.scratch = b[:0]
 	r.head = b
+	r.headSize = int64(len(b))
 }
 
 // appendConnection adds the Connection header (and Keep-Alive: timeout=N when
@@ -293,6 +294,7 @@ func (r *Request) writeBody(o *Out) {
 				c.closeAfterFlush()
 				return
 			}
+			r.wireSent += o.FileN
 			if r.chunked {
 				iov = append(iov, crlf)
 			}
@@ -307,6 +309,9 @@ func (r *Request) writeBody(o *Out) {
 
 // write sends iov with one system call.
 func (r *Request) write(iov [][]byte) {
+	for _, p := range iov {
+		r.wireSent += int64(len(p))
+	}
 	switch len(iov) {
 	case 0:
 	case 1:

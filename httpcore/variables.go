@@ -21,6 +21,10 @@ type Variable struct {
 	Param func(rest string) string
 	// Get appends the value for r to dst. It must not allocate on the steady path.
 	Get func(dst []byte, r *Request, param string) []byte
+	// EmptyFound: an empty value is a value ($https off, $is_args without
+	// arguments), where for the others it means nginx's "not found", which an
+	// access log in the default escaping shows as "-".
+	EmptyFound bool
 }
 
 // Variables is a registry: every module's variables by name.
@@ -218,3 +222,26 @@ func (t *Template) Append(dst []byte, r *Request) []byte {
 	}
 	return dst
 }
+
+// Ref is one variable compiled on its own (with the parameter of a family's
+// member), for a module that treats each value apart, as the access log escapes
+// them.
+type Ref struct {
+	v     *Variable
+	param string
+}
+
+// Ref compiles a reference to the variable called name (without "$").
+func (v *Variables) Ref(name string) (Ref, error) {
+	p, err := v.lookup(name)
+	return Ref{v: p.v, param: p.param}, err
+}
+
+// Append appends the variable's value for r.
+func (ref Ref) Append(dst []byte, r *Request) []byte { return ref.v.Get(dst, r, ref.param) }
+
+// Name is the variable's name (a family's prefix for its members).
+func (ref Ref) Name() string { return ref.v.Name }
+
+// EmptyFound reports a variable whose empty value is a value (Variable.EmptyFound).
+func (ref Ref) EmptyFound() bool { return ref.v.EmptyFound }

@@ -40,7 +40,7 @@ var coreVariables = []Variable{
 	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
 	}},
-	{Name: "server_name", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
+	{Name: "server_name", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
 	{Name: "server_protocol", Get: func(dst []byte, r *Request, _ string) []byte {
 		if r.req.ProtoMinor() == 1 {
 			return append(dst, "HTTP/1.1"...)
@@ -53,7 +53,7 @@ var coreVariables = []Variable{
 		}
 		return append(dst, "http"...)
 	}},
-	{Name: "https", Get: func(dst []byte, r *Request, _ string) []byte {
+	{Name: "https", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
 		if r.HTTPS() {
 			return append(dst, "on"...)
 		}
@@ -72,7 +72,7 @@ var coreVariables = []Variable{
 	{Name: "document_uri", Get: appendURI},
 	{Name: "args", Get: appendArgs},
 	{Name: "query_string", Get: appendArgs},
-	{Name: "is_args", Get: func(dst []byte, r *Request, _ string) []byte {
+	{Name: "is_args", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
 		if _, ok := r.Args(); ok {
 			return append(dst, '?')
 		}
@@ -89,7 +89,25 @@ var coreVariables = []Variable{
 		st := r.status
 		return append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
 	}},
-	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.bodySent, 10) }},
+	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's c->sent - r->header_size: chunk framing counts as body.
+		return strconv.AppendInt(dst, max(r.wireSent-r.headSize, 0), 10)
+	}},
+	{Name: "bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.wireSent, 10) }},
+	{Name: "request_length", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's r->request_length: the head as read (request line to the empty
+		// line) and the body's bytes with their framing.
+		return strconv.AppendInt(dst, int64(r.c.headLen)+r.bodyWire, 10)
+	}},
+	{Name: "pipe", Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.pipelined {
+			return append(dst, 'p')
+		}
+		return append(dst, '.')
+	}},
+	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
+		return AppendBasicUser(dst, r.headerValue("authorization"))
+	}},
 	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
 	{Name: "time_local", Get: func(dst []byte, _ *Request, _ string) []byte {
 		return time.Now().AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")

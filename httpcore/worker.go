@@ -33,7 +33,8 @@ type Worker struct {
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
-	clients  int // open client connections, for tests and metrics
+	clients  int    // open client connections, for tests and metrics
+	seq      uint64 // requests started (Request.Seq)
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call
@@ -61,6 +62,9 @@ func (w *Worker) Loop() *eventloop.Loop { return w.loop }
 
 // Log is the error log.
 func (w *Worker) Log() *slog.Logger { return w.log }
+
+// Domain is the NUMA domain of the worker's loop.
+func (w *Worker) Domain() int { return w.numaNode }
 
 // State is module key's state in this loop (Hooks.NewLoop).
 func (w *Worker) State(k Key) LoopState { return w.states[k] }

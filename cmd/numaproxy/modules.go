@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/numaproxy/numaproxy/accesslog"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/headers"
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -17,4 +18,4 @@ import (
 // The order is nginx's: the HTTP core first, then the modules; a filter added later
 // runs earlier.
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
-	httpcore.Module, rewrite.Module, proxy.Module, headers.Module, tls.Module)
+	httpcore.Module, rewrite.Module, proxy.Module, headers.Module, accesslog.Module, tls.Module)
