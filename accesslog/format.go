@@ -136,7 +136,7 @@ func appendEscaped(dst, v []byte) []byte {
 }
 
 // appendJSON is nginx's ngx_escape_json: `\` and `"` escaped, control bytes as
-// \n, \r, \t, \b, \f or \u00XX (lower-case hex), everything else as is.
+// \n, \r, \t, \b, \f or \u00XX (upper-case hex), everything else as is.
 func appendJSON(dst, v []byte) []byte {
 	for _, c := range v {
 		if c > 0x1f {
@@ -161,7 +161,7 @@ func appendJSON(dst, v []byte) []byte {
 			lo := c & 0xf
 			h := byte('0' + lo)
 			if lo >= 10 {
-				h = 'a' + lo - 10
+				h = 'A' + lo - 10
 			}
 			dst = append(dst, '\\', 'u', '0', '0', '0'+c>>4, h)
 		}

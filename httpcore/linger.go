@@ -99,9 +99,7 @@ func (c *conn) dropBody(data []byte) (bool, error) {
 	for len(data) > 0 && !done {
 		switch c.body {
 		case BodyLength:
-			part := c.bodyLen.Take(data)
-			data = data[len(part):]
-			c.bodyWire += int64(len(part))
+			data = data[len(c.bodyLen.Take(data)):]
 			done = c.bodyLen.Done()
 		case BodyChunked:
 			n, _, err := c.chunks.Decode(data)
@@ -109,7 +107,6 @@ func (c *conn) dropBody(data []byte) (bool, error) {
 				return false, err
 			}
 			data = data[n:]
-			c.bodyWire += int64(n)
 			done = c.chunks.Done()
 		}
 	}

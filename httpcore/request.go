@@ -34,7 +34,7 @@ type Request struct {
 	// the head's share of it.
 	wireSent  int64
 	headSize  int64
-	bodyWire  int64  // request body bytes read off the wire, framing included ($request_length)
+	bodyWire  int64  // request body bytes read off the wire for a handler, framing included ($request_length)
 	seq       uint64 // the worker's count of requests at this one's start (Seq)
 	pipelined bool   // the head was already read when the request before it ended ($pipe)
 	redirects int    // internal redirects taken

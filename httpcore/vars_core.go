@@ -96,7 +96,7 @@ var coreVariables = []Variable{
 	{Name: "bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.wireSent, 10) }},
 	{Name: "request_length", Get: func(dst []byte, r *Request, _ string) []byte {
 		// nginx's r->request_length: the head as read (request line to the empty
-		// line) and the body's bytes with their framing.
+		// line) and the bytes of a body read (not of one dropped), framing included.
 		return strconv.AppendInt(dst, int64(r.c.headLen)+r.bodyWire, 10)
 	}},
 	{Name: "pipe", Get: func(dst []byte, r *Request, _ string) []byte {

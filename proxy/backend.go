@@ -76,8 +76,11 @@ type exchange struct {
 	rchunks  http1.ChunkedDecoder
 	gotBytes bool // any response byte arrived on the current connection
 
-	status       int // the upstream's status, for $upstream_status
-	responseTime time.Duration
+	// states are the request's tries, for $upstream_* (upstate.go); seq is the
+	// request's (Request.Seq) they belong to.
+	states  []upState
+	noState upState
+	seq     uint64
 
 	buffered    bool // the request body is read whole before the exchange starts
 	chunkedBody bool // the request body is streamed chunked, framed afresh
@@ -183,6 +186,7 @@ func (ex *exchange) connect() bool {
 			r.Fail(502)
 			return false
 		}
+		ex.beginTry(p, now)
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
 		if idle, reqs := ex.st.takeIdle(p.Key()); idle != nil {
@@ -215,6 +219,7 @@ func (ex *exchange) connect() bool {
 			return false
 		}
 		if err != nil {
+			ex.try().status = 502
 			ex.bal.Done(p, now, true)
 			ex.st.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
 			if ex.canRetry(NextError) {
@@ -242,6 +247,7 @@ func localDialError(err error) bool {
 // a body in a temp file follows once the connection is up (connected).
 func (ex *exchange) send() {
 	ex.conn.Write(ex.head)
+	ex.try().sent += int64(len(ex.head) + len(ex.replay))
 	if len(ex.replay) > 0 {
 		ex.conn.Write(ex.replay)
 		ex.bodySent = true
@@ -253,6 +259,7 @@ func (ex *exchange) send() {
 // false when sending the body failed and the client was answered.
 func (ex *exchange) connected() bool {
 	ex.state = exHead
+	ex.connectedTry()
 	if !ex.sendFile() {
 		return false
 	}
@@ -284,6 +291,7 @@ func (ex *exchange) sendBody(p []byte) {
 		return
 	}
 	ex.conn.Write(p)
+	ex.try().sent += int64(len(p))
 	ex.bodySent = true
 	ex.keepReplay(p)
 }
@@ -344,6 +352,7 @@ func (ex *exchange) sendBodyv(iov [][]byte) {
 	ex.conn.Writev(iov)
 	ex.bodySent = true
 	for _, p := range iov {
+		ex.try().sent += int64(len(p))
 		ex.keepReplay(p)
 	}
 }
@@ -395,6 +404,7 @@ func idempotent(r *httpcore.Request) bool {
 // status (or closing the client if the response already started).
 func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	now := time.Now()
+	ex.try().status = status
 	ex.st.log.Error(why, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
 	// A cached connection that failed before any reply says nothing about the server.
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
@@ -500,6 +510,7 @@ func errString(err error) string {
 // onData takes response bytes from the upstream.
 func (ex *exchange) onData(data []byte) {
 	ex.gotBytes = true
+	ex.try().received += int64(len(data))
 	ex.armRead()
 	switch ex.state {
 	case exConnecting, exHead:
@@ -563,8 +574,8 @@ func (ex *exchange) takeHead(data []byte) {
 func (ex *exchange) startResponse(headLen int) {
 	r := ex.r
 	code := ex.resp.StatusCode()
-	ex.status = code
-	ex.responseTime = time.Since(ex.tryStart)
+	try := ex.try()
+	try.status, try.header, try.headLen = code, time.Since(ex.tryStart), int64(headLen)
 	if code == 101 && !ex.upgrade {
 		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
 		return
@@ -856,6 +867,7 @@ func (ex *exchange) Abort() {
 // exchange touches nothing of the request after end; callers that go on to answer
 // keep the request in a local first.
 func (ex *exchange) end() {
+	ex.endTry(time.Now())
 	ex.state = exDone
 	ex.dropConn()
 	ex.release()

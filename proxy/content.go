@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -30,7 +29,13 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 		r.SetCtx(key, ex)
 	}
 	st := r.Worker().State(key).(*loopState)
-	*ex = exchange{r: r, lc: lc, st: st, g: lc.Pass.Group, bal: st.balancer(lc.Pass.Group), firstTry: time.Now()}
+	// The tries of an exchange before an internal redirect stay, for $upstream_*.
+	states, seq := ex.states[:0], ex.seq
+	if seq == r.Seq() && len(ex.states) > 0 {
+		states = append(ex.states, upState{})
+	}
+	*ex = exchange{r: r, lc: lc, st: st, g: lc.Pass.Group, bal: st.balancer(lc.Pass.Group), firstTry: time.Now(),
+		states: states, seq: r.Seq()}
 	ex.resp.HeadRequest = r.IsHEAD()
 	r.SetPending(ex)
 	kind := r.BodyFraming()
@@ -181,8 +186,8 @@ func (st *loopState) balancer(g *upstream.Group) *upstream.Balancer {
 }
 
 // variables are the proxy's: $proxy_host, $proxy_add_x_forwarded_for and the
-// $upstream_ ones, which have values while the request's exchange runs.
-var variables = []httpcore.Variable{
+// $upstream_ ones of the request's tries (upstate.go).
+var variables = append(stateVariables, []httpcore.Variable{
 	{Name: "proxy_host", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		ex := running(r)
 		if ex == nil {
@@ -206,25 +211,7 @@ var variables = []httpcore.Variable{
 		}
 		return r.RemoteAddr().Addr().AppendTo(dst)
 	}},
-	{Name: "upstream_addr", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.peer != nil {
-			return ex.peer.AppendAddr(dst)
-		}
-		return dst
-	}},
-	{Name: "upstream_status", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.status != 0 {
-			return strconv.AppendInt(dst, int64(ex.status), 10)
-		}
-		return dst
-	}},
-	{Name: "upstream_response_time", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.status != 0 {
-			return httpcore.AppendSeconds(dst, ex.responseTime)
-		}
-		return dst
-	}},
-}
+}...)
 
 // ownVariables are the proxy's variables alone, for the templates of its defaults.
 var ownVariables = func() *httpcore.Variables {

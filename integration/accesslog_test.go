@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// accessLogHTTP is the http block both servers run in the differential test: the
+// predefined combined format, a JSON one with escape=json, and one with the
+// upstream timing variables, for answers of the server itself, of an upstream (with
+// a length, and until its close, which the client gets chunked) and of an upstream
+// group whose first server is down (a retry).
+func accessLogHTTP(addr, backend, rawUp, dead string) string {
+	return `
+  log_format json escape=json '{"addr":"$remote_addr","user":"$remote_user","req":"$request","status":$status,'
+      '"bbs":$body_bytes_sent,"bs":$bytes_sent,"ref":"$http_referer","ua":"$http_user_agent","len":$request_length,'
+      '"pipe":"$pipe","uri":"$uri","args":"$args","method":"$request_method","proto":"$server_protocol",'
+      '"host":"$host","missing":"$http_x_missing","is_args":"$is_args","cookie":"$cookie_c","arg":"$arg_q"}';
+  log_format timing '$status $request_time "$uri" ua=$upstream_addr us=$upstream_status uct=$upstream_connect_time '
+      'uht=$upstream_header_time urt=$upstream_response_time url=$upstream_response_length '
+      'ubr=$upstream_bytes_received ubs=$upstream_bytes_sent $msec $time_iso8601 $pipe';
+  log_format raw escape=none '$remote_user|$uri|$http_user_agent|$http_x_missing|';
+  upstream retry { server ` + dead + `; server ` + backend + `; }
+  server {
+    listen ` + addr + `;
+    server_name front;
+    access_log logs/combined.log;
+    access_log logs/json.log json;
+    access_log logs/timing.log timing;
+    access_log logs/raw.log raw;
+    location / { return 200 "hello\n"; }
+    location /p/ { proxy_pass http://` + backend + `; }
+    location /c/ { proxy_pass http://` + rawUp + `; }
+    location /r/ { proxy_pass http://retry; }
+    location /off/ { access_log off; return 204; }
+  }`
+}
+
+// accessLogRequests are the requests of the differential test: each is sent on a
+// connection of its own, the responses read, then the connection closed.
+var accessLogRequests = []struct {
+	raw       string
+	responses int
+}{
+	{"GET /a?x=1 HTTP/1.1\r\nHost: Front.Test\r\nUser-Agent: Mozilla/5.0 \"quoted\" back\\slash\r\nReferer: http://ref.test/x\r\nCookie: c=v1\r\n\r\n", 1},
+	{"GET /caf%C3%A9/%01%1F%7F%FF%22%5C?q=%01\"x HTTP/1.1\r\nHost: t\r\nAuthorization: Basic " +
+		base64.StdEncoding.EncodeToString([]byte("al\"i\\ce\xc3\xa9:pw")) + "\r\nUser-Agent: caf\xc3\xa9 \xff\xfe\tend\r\n\r\n", 1},
+	{"POST /form HTTP/1.1\r\nHost: t\r\nContent-Length: 7\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nhello=1", 1},
+	{"POST /chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 1},
+	{"GET /old HTTP/1.0\r\n\r\n", 1},
+	{"GET /p/x?y HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+	{"POST /p/body HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world", 1},
+	{"POST /p/chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 1},
+	{"GET /c/stream HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+	{"GET /r/retried HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+	{"GET /off/ HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+	{"GET /first HTTP/1.1\r\nHost: t\r\n\r\nGET /second HTTP/1.1\r\nHost: t\r\n\r\n", 2},
+}
+
+// sendCounting sends raw on a new connection, reads n responses and returns the
+// bytes read for them.
+func sendCounting(t *testing.T, addr, raw string, n int) int {
+	t.Helper()
+	c := dial(t, addr)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(ioTimeout))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{r: c}
+	br := bufio.NewReaderSize(cr, 1)
+	method := strings.Fields(raw)[0]
+	for range n {
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return cr.n
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// readLines waits until path holds n lines and returns them.
+func readLines(t *testing.T, path string, n int) []string {
+	t.Helper()
+	var lines []string
+	waitFor(t, fmt.Sprintf("%d lines in %s", n, path), 10*time.Second, func() bool {
+		data, _ := os.ReadFile(path)
+		lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if len(data) == 0 {
+			lines = nil
+		}
+		return len(lines) >= n
+	})
+	return lines
+}
+
+var (
+	maskLocalTime = regexp.MustCompile(`\[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\]`)
+	maskISOTime   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d`)
+	maskSeconds   = regexp.MustCompile(`\b\d+\.\d{3}\b`)
+	bytesSent     = regexp.MustCompile(`"bs":(\d+)`)
+)
+
+// maskLine hides what legitimately differs between the two servers: times.
+func maskLine(s string) string {
+	s = maskLocalTime.ReplaceAllString(s, "[TIME]")
+	s = maskISOTime.ReplaceAllString(s, "ISOTIME")
+	return maskSeconds.ReplaceAllString(s, "S")
+}
+
+// TestAccessLogMatchesNginx runs Debian's nginx and numaproxy on the same http
+// block and requests and compares their log lines byte for byte, times masked. The
+// response heads differ (Server), so $bytes_sent is compared as what each client
+// received: the logged value minus the bytes read must be 0 for both.
+func TestAccessLogMatchesNginx(t *testing.T) {
+	be := newBackend(t, nil)
+	rawUp := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		readHead(br)
+		io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nstreamed until the close")
+	})
+	dead := addrFor(t)
+	npAddr, ngAddr := addrFor(t), addrFor(t)
+	in := startHTTP(t, accessLogHTTP(npAddr, be.Addr, rawUp.Addr, dead), npAddr)
+	ng := startNginx(t, accessLogHTTP(ngAddr, be.Addr, rawUp.Addr, dead), ngAddr)
+
+	var npBytes, ngBytes []int
+	for _, r := range accessLogRequests {
+		npBytes = append(npBytes, sendCounting(t, npAddr, r.raw, r.responses))
+		ngBytes = append(ngBytes, sendCounting(t, ngAddr, r.raw, r.responses))
+	}
+	want := 0
+	for _, r := range accessLogRequests {
+		if !strings.Contains(r.raw, "/off/") {
+			want += r.responses
+		}
+	}
+	for _, name := range []string{"combined.log", "json.log", "timing.log", "raw.log"} {
+		np := readLines(t, in.path("logs/"+name), want)
+		ngl := readLines(t, filepath.Join(ng.dir, "logs", name), want)
+		if len(np) != want || len(ngl) != want {
+			t.Fatalf("%s: numaproxy %d lines, nginx %d, want %d", name, len(np), len(ngl), want)
+		}
+		k := 0
+		for i, r := range accessLogRequests {
+			if strings.Contains(r.raw, "/off/") {
+				continue
+			}
+			for j := range r.responses {
+				a, b := maskLine(np[k]), maskLine(ngl[k])
+				if name == "json.log" {
+					// Only the connection's last response is counted by the client
+					// alone; the pipelined pair's bytes are checked together below.
+					a = normalizeBytesSent(t, a, npBytes[i], r.responses, j)
+					b = normalizeBytesSent(t, b, ngBytes[i], r.responses, j)
+				}
+				if a != b {
+					t.Errorf("%s line %d differs:\nnumaproxy %s\nnginx     %s", name, k+1, np[k], ngl[k])
+				}
+				k++
+			}
+		}
+	}
+}
+
+// normalizeBytesSent replaces $bytes_sent by its difference from what the client
+// read, for a connection with a single response.
+func normalizeBytesSent(t *testing.T, line string, read, responses, _ int) string {
+	if responses != 1 {
+		return bytesSent.ReplaceAllString(line, `"bs":PIPELINED`)
+	}
+	m := bytesSent.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no bytes_sent in %s", line)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return bytesSent.ReplaceAllString(line, `"bs":`+strconv.Itoa(n-read))
+}
