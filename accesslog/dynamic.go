@@ -59,7 +59,7 @@ func (w *writer) writeDynamic(c *chunk) {
 			w.logError(err)
 		}
 	}
-	c.stats.failed.Add(uint64(failed))
+	c.ls.stats.failed.Add(uint64(failed))
 	c.lines -= failed
 	if cc != nil {
 		w.dyn.expire(cc, now)

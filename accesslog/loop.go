@@ -1,6 +1,8 @@
 package accesslog
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +17,7 @@ import (
 const maxInflight = 64
 
 // lineBufSize is the buffer of a log without buffer=: the lines of one batch.
-const lineBufSize = 4 << 10
+const lineBufSize = 16 << 10
 
 // loopStats are a loop's counters; the loop writes lines and dropped, its writer
 // written and failed; anyone reads them.
@@ -42,7 +44,11 @@ type loopState struct {
 
 	line, val, path []byte // scratch, reused
 	stats           loopStats
-	exited          bool // the loop is gone; its buffers went back to its pool
+	// deferred: lines wait for the writer to give a buffer back (endBatch); it
+	// then runs wake on the loop.
+	deferred atomic.Bool
+	wake     func()
+	exited   bool // the loop is gone; its buffers went back to its pool
 }
 
 // exitWait bounds how long an exiting loop waits for its writer to give its
@@ -109,6 +115,7 @@ func (ls *loopState) start() {
 	ls.back = make(chan []byte, maxInflight)
 	ls.loop.InitBatchEnd(&ls.batch, ls.endBatch)
 	ls.loop.AtExit(ls.exit)
+	ls.wake = ls.endBatch
 	ls.line = make([]byte, 0, 1024)
 	ls.val = make([]byte, 0, 256)
 	loops.mu.Lock()
@@ -216,8 +223,39 @@ func (ls *loopState) pendingFor(s *sink) *pending {
 	return p
 }
 
-// endBatch hands on the lines of unbuffered logs written during the batch.
+// endBatch hands on the lines of unbuffered logs written during the batch. While
+// the writer still has a buffer of this loop, the lines of the next batches join
+// the buffer they are in (until it is half full) rather than going in one of their
+// own: the writer takes them when it is done, and the loop hands out one buffer per
+// write rather than one per batch, which it would soon run out of.
 func (ls *loopState) endBatch() {
+	ls.takeBack()
+	kept := ls.dirty[:0]
+	for _, p := range ls.dirty {
+		if ls.out > 0 && len(p.buf) <= cap(p.buf)/2 {
+			kept = append(kept, p)
+			continue
+		}
+		p.dirty = false
+		ls.handOff(p)
+	}
+	clear(ls.dirty[len(kept):])
+	ls.dirty = kept
+	if len(kept) == 0 {
+		return
+	}
+	// The writer wakes the loop when it gives a buffer back (writer.done); a
+	// buffer that came back before the flag was up is seen here.
+	ls.deferred.Store(true)
+	ls.takeBack()
+	if ls.out == 0 {
+		ls.deferred.Store(false)
+		ls.flushDirty()
+	}
+}
+
+// flushDirty hands on every unbuffered log's lines.
+func (ls *loopState) flushDirty() {
 	for i, p := range ls.dirty {
 		p.dirty = false
 		ls.handOff(p)
@@ -239,7 +277,7 @@ func (ls *loopState) handOff(p *pending) {
 	}
 	if ls.out < maxInflight {
 		select {
-		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, back: ls.back, stats: &ls.stats}:
+		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, ls: ls}:
 			ls.out++
 			p.buf, p.lines = nil, 0
 			return
@@ -265,7 +303,7 @@ func (ls *loopState) takeBack() {
 
 // flushAll hands on every buffer (reload, reopen, stop).
 func (ls *loopState) flushAll() {
-	ls.endBatch()
+	ls.flushDirty()
 	for _, p := range ls.pend {
 		if p != nil {
 			ls.handOff(p)
@@ -330,4 +368,17 @@ func DomainStats() []Stats {
 		st.Failed += ls.stats.failed.Load()
 	}
 	return out
+}
+
+// LogStats writes the counters of each domain to log, as the instance does for the
+// other per-domain counters at exit and on USR1.
+func LogStats(log *slog.Logger) {
+	for _, st := range DomainStats() {
+		level := slog.LevelInfo
+		if st.Dropped > 0 || st.Failed > 0 {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "access log", "domain", st.Domain, "lines", st.Lines, "written", st.Written,
+			"dropped", st.Dropped, "failed", st.Failed)
+	}
 }

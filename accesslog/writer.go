@@ -21,8 +21,7 @@ type chunk struct {
 	s     *sink
 	buf   []byte
 	lines int
-	back  chan<- []byte
-	stats *loopStats
+	ls    *loopState    // where the buffer goes back
 	sync  chan struct{} // a marker, not lines: closed once what came before is written
 }
 
@@ -206,12 +205,16 @@ func (w *writer) gzipMember(p []byte, level int) {
 // done counts a chunk's lines as written (or lost to err) and gives its buffer back
 // to its loop.
 func (w *writer) done(c *chunk, err error) {
+	ls := c.ls
 	if err != nil {
-		c.stats.failed.Add(uint64(c.lines))
+		ls.stats.failed.Add(uint64(c.lines))
 	} else {
-		c.stats.written.Add(uint64(c.lines))
+		ls.stats.written.Add(uint64(c.lines))
 	}
-	c.back <- c.buf // never blocks: back holds as many as the loop lets out
+	ls.back <- c.buf // never blocks: back holds as many as the loop lets out
+	if ls.deferred.Load() && ls.deferred.CompareAndSwap(true, false) {
+		ls.loop.Run(ls.wake) // lines wait for this buffer to come back
+	}
 }
 
 func (w *writer) logError(err error) {
@@ -236,7 +239,7 @@ func (w *writer) writeSyslog(c *chunk) {
 			w.logError(err)
 		}
 	}
-	c.stats.failed.Add(uint64(failed))
+	c.ls.stats.failed.Add(uint64(failed))
 	c.lines -= failed
 }
 

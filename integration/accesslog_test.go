@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -199,4 +200,110 @@ func normalizeBytesSent(t *testing.T, line string, read, responses, _ int) strin
 	}
 	n, _ := strconv.Atoi(m[1])
 	return bytesSent.ReplaceAllString(line, `"bs":`+strconv.Itoa(n-read))
+}
+
+// countLines counts the lines of the files (gzip ones through gzip -dc, which reads
+// every member).
+func countLines(t *testing.T, files ...string) int {
+	t.Helper()
+	n := 0
+	for _, f := range files {
+		var data []byte
+		var err error
+		if strings.HasSuffix(f, ".gz") || strings.HasSuffix(f, ".gz.1") {
+			data, err = exec.Command("gzip", "-dc", f).Output()
+		} else {
+			data, err = os.ReadFile(f)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, line := range strings.SplitAfter(string(data), "\n") {
+			if line == "" {
+				continue
+			}
+			if !strings.HasSuffix(line, "\n") || !strings.Contains(line, `"GET /load`) {
+				t.Fatalf("%s: a line cut or mixed: %q", f, line)
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// TestAccessLogReopenAndReloadLoseNothing rotates the logs (mv, then USR1) and
+// reloads under a stream of requests on several loops, then stops gracefully:
+// every answered request has its line, in the old file or the new one, for an
+// unbuffered log, a buffered one and a gzip one.
+func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
+	addr := addrFor(t)
+	in := startMain(t, "worker_processes 2;\n", `
+  server {
+    listen `+addr+`;
+    access_log logs/plain.log;
+    access_log logs/buf.log combined buffer=64k flush=1s;
+    access_log logs/gz.log.gz combined gzip=5 flush=1s;
+    location / { return 200 "ok\n"; }
+  }`, addr)
+	stop := make(chan struct{})
+	answered := make(chan int)
+	for range 4 {
+		go func() {
+			n := 0
+			defer func() { answered <- n }()
+			c := keepAliveClient(nil)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Get("http://" + addr + "/load/" + strconv.Itoa(i))
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					n++
+				}
+			}
+		}()
+	}
+	pause := func() { time.Sleep(300 * time.Millisecond) }
+	pause()
+	for _, f := range []string{"plain.log", "buf.log", "gz.log.gz"} {
+		if err := os.Rename(in.path("logs/"+f), in.path("logs/"+f+".1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause() // lines keep going to the renamed files until the reopen
+	in.signal("reopen")
+	in.waitLog("logs reopened")
+	pause()
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	pause()
+	close(stop)
+	total := 0
+	for range 4 {
+		total += <-answered
+	}
+	in.signal("quit")
+	if code := in.waitExit(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	if total < 100 {
+		t.Fatalf("only %d requests answered", total)
+	}
+	for _, f := range []string{"plain.log", "buf.log", "gz.log.gz"} {
+		old, cur := in.path("logs/"+f+".1"), in.path("logs/"+f)
+		if got := countLines(t, old, cur); got != total {
+			data, _ := os.ReadFile(in.path("logs/error.log"))
+			t.Errorf("%s: %d lines for %d requests; error log:\n%s", f, got, total, data)
+		}
+		if countLines(t, cur) == 0 {
+			t.Errorf("%s: nothing written after the reopen", f)
+		}
+	}
 }

@@ -132,6 +132,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
 			if !in.up.noaccept {
 				in.server.LogStats()
+				accesslog.LogStats(in.log)
 			}
 			err := in.elog.Reopen()
 			if alErr := accesslog.Reopen(); err == nil {
@@ -152,6 +153,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			}
 			in.finish(false)
 			accesslog.Flush() // the lines of the last requests
+			accesslog.LogStats(in.log)
 			in.log.Log(nil, errorlog.LevelNotice, "exiting")
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
@@ -163,6 +165,7 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			}
 			in.finish(true)
 			accesslog.Flush()
+			accesslog.LogStats(in.log)
 			return 0
 		case syscall.SIGUSR2:
 			in.log.Log(nil, errorlog.LevelNotice, what+", changing binary")
