@@ -243,7 +243,12 @@ func (w *writer) writeSyslog(c *chunk) {
 	c.lines -= failed
 }
 
-// syncWriters waits until every writer has written what was queued before.
+// syncWait bounds how long syncWriters waits for a writer (a stuck disk must not
+// hold a reopen or the exit for ever).
+const syncWait = 5 * time.Second
+
+// syncWriters waits until every writer has written what was queued before, or
+// syncWait.
 func syncWriters() {
 	writers.mu.Lock()
 	var all []*writer
@@ -251,12 +256,18 @@ func syncWriters() {
 		all = append(all, w)
 	}
 	writers.mu.Unlock()
+	deadline := time.After(syncWait)
 	for _, w := range all {
 		done := make(chan struct{})
-		w.in <- chunk{sync: done}
+		select {
+		case w.in <- chunk{sync: done}:
+		case <-deadline:
+			return
+		}
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-deadline:
+			return
 		}
 	}
 }

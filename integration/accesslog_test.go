@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -306,4 +307,84 @@ func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
 			t.Errorf("%s: nothing written after the reopen", f)
 		}
 	}
+}
+
+// TestAccessLogStuckWriterNeverStallsTheLoop logs to a FIFO nobody reads, so the
+// writer blocks as on a dead disk: every request is still answered at once, and the
+// lines the writer could not take are dropped and counted (lines = written +
+// dropped once the FIFO is drained), never silently lost.
+func TestAccessLogStuckWriterNeverStallsTheLoop(t *testing.T) {
+	// Not under logs/, whose files the harness reads at the end.
+	dir := writeTree(t, map[string]string{"fifo/.keep": ""})
+	fifo := filepath.Join(dir, "fifo/stuck.log")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A reader that holds the FIFO open without reading: numaproxy's open succeeds
+	// and its writes block once the pipe's 64 KiB are full.
+	rfd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := os.NewFile(uintptr(rfd), fifo)
+	addr := addrFor(t)
+	cfg := "worker_processes 1;\nerror_log logs/error.log info;\nevents { }\nhttp {\n  server {\n    listen " + addr +
+		";\n    access_log fifo/stuck.log;\n    location / { return 200 \"ok\\n\"; }\n  }\n}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conf/numaproxy.conf"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, dir)
+	waitFor(t, "numaproxy listening", 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	// 2 KB lines, 8 MB in all: more than the pipe, the writer's queue and the
+	// buffers a loop may have out with it.
+	const requests = 4000
+	c := keepAliveClient(nil)
+	path := "/" + strings.Repeat("x", 2000)
+	for i := range requests {
+		start := time.Now()
+		resp, err := c.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("request %d took %v: the loop waited for the log", i, d)
+		}
+	}
+	// Drain the FIFO, then stop: the stats line at exit has the final counts.
+	syscall.SetNonblock(rfd, false)
+	read := make(chan int)
+	go func() {
+		data, _ := io.ReadAll(reader)
+		reader.Close()
+		read <- strings.Count(string(data), "\n")
+	}()
+	in.signal("quit")
+	if code := in.waitExit(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	got := <-read
+	stats := regexp.MustCompile(`access log, domain=0, lines=(\d+), written=(\d+), dropped=(\d+), failed=(\d+)`)
+	data, _ := os.ReadFile(in.path("logs/error.log"))
+	m := stats.FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatalf("no access log counters in the error log:\n%s", data)
+	}
+	lines, _ := strconv.Atoi(m[1])
+	written, _ := strconv.Atoi(m[2])
+	dropped, _ := strconv.Atoi(m[3])
+	if lines != requests || written != got || written+dropped != lines || dropped == 0 {
+		t.Fatalf("%d requests, %d lines read from the FIFO; counters: %s", requests, got, m[0])
+	}
+	t.Logf("%d requests: %d lines written, %d dropped", requests, written, dropped)
 }
