@@ -208,6 +208,20 @@ func writevAll(fd int, bufs [][]byte) error {
 	return nil
 }
 
+// Files are the paths of the access log files open now (not those named by
+// variables, which are opened as lines come).
+func Files() []string {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	var paths []string
+	for _, s := range registry.sinks {
+		if s.kind == sinkFile && s.fd >= 0 {
+			paths = append(paths, s.path)
+		}
+	}
+	return paths
+}
+
 // Reopen reopens every log file, for rotation (SIGUSR1): lines the loops buffered
 // are handed on first, so that they land in the file they were written for. An
 // error names the first file that could not be reopened; the others are reopened
