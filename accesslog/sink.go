@@ -215,9 +215,11 @@ func Files() []string {
 	defer registry.mu.Unlock()
 	var paths []string
 	for _, s := range registry.sinks {
+		s.mu.RLock()
 		if s.kind == sinkFile && s.fd >= 0 {
 			paths = append(paths, s.path)
 		}
+		s.mu.RUnlock()
 	}
 	return paths
 }
