@@ -388,3 +388,83 @@ func TestAccessLogStuckWriterNeverStallsTheLoop(t *testing.T) {
 	}
 	t.Logf("%d requests: %d lines written, %d dropped", requests, written, dropped)
 }
+
+// syslogListener receives datagrams on UDP or a unix datagram socket.
+func syslogListener(t *testing.T, network, addr string) (net.PacketConn, <-chan string) {
+	t.Helper()
+	pc, err := net.ListenPacket(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	ch := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			ch <- string(buf[:n])
+		}
+	}()
+	return pc, ch
+}
+
+func receive(t *testing.T, ch <-chan string, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		select {
+		case m := <-ch:
+			out = append(out, m)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d syslog messages of %d: %q", len(out), n, out)
+		}
+	}
+	return out
+}
+
+var maskSyslogTime = regexp.MustCompile(`^(<\d+>)\w{3} [ \d]\d \d\d:\d\d:\d\d `)
+
+// TestAccessLogSyslogMatchesNginx sends access log lines to syslog over UDP and a
+// unix datagram socket from both servers and compares the datagrams (RFC 3164
+// header, tag, hostname or not, no line end) byte for byte, the time masked.
+func TestAccessLogSyslogMatchesNginx(t *testing.T) {
+	dir := t.TempDir()
+	sockNP, sockNG := filepath.Join(dir, "np.sock"), filepath.Join(dir, "ng.sock")
+	_, unixNP := syslogListener(t, "unixgram", sockNP)
+	_, unixNG := syslogListener(t, "unixgram", sockNG)
+	udpNPConn, udpNP := syslogListener(t, "udp", "127.0.0.1:0")
+	udpNGConn, udpNG := syslogListener(t, "udp", "127.0.0.1:0")
+	httpBlock := func(addr, udp, sock string) string {
+		return `
+  log_format plain '$request $status "$http_user_agent"';
+  server {
+    listen ` + addr + `;
+    access_log syslog:server=` + udp + `,facility=local3,severity=notice,tag=front plain;
+    access_log syslog:server=unix:` + sock + `,tag=nginx,nohostname;
+    location / { return 200 "ok\n"; }
+  }`
+	}
+	npAddr, ngAddr := addrFor(t), addrFor(t)
+	startHTTP(t, httpBlock(npAddr, udpNPConn.LocalAddr().String(), sockNP), npAddr)
+	startNginx(t, httpBlock(ngAddr, udpNGConn.LocalAddr().String(), sockNG), ngAddr)
+	reqs := []string{
+		"GET /one HTTP/1.1\r\nHost: t\r\nUser-Agent: a \"b\" caf\xc3\xa9\r\n\r\n",
+		"GET /two?x=%0a HTTP/1.1\r\nHost: t\r\n\r\n",
+	}
+	for _, r := range reqs {
+		sendCounting(t, npAddr, r, 1)
+		sendCounting(t, ngAddr, r, 1)
+	}
+	for _, pair := range [][2]<-chan string{{udpNP, udpNG}, {unixNP, unixNG}} {
+		np, ng := receive(t, pair[0], len(reqs)), receive(t, pair[1], len(reqs))
+		for i := range np {
+			a, b := maskSyslogTime.ReplaceAllString(np[i], "${1}TIME "), maskSyslogTime.ReplaceAllString(ng[i], "${1}TIME ")
+			if a != b || a == np[i] {
+				t.Errorf("message %d differs:\nnumaproxy %q\nnginx     %q", i, np[i], ng[i])
+			}
+		}
+	}
+}
