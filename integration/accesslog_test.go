@@ -468,3 +468,56 @@ func TestAccessLogSyslogMatchesNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessLogVariablePaths logs to files named by variables, relative to the
+// prefix, created 0644 as nginx creates them, with and without
+// open_log_file_cache; a rotation (mv, USR1) makes cached files open again.
+func TestAccessLogVariablePaths(t *testing.T) {
+	addr := addrFor(t)
+	in := startHTTP(t, `
+  server {
+    listen `+addr+`;
+    access_log logs/by-host/$host.log;
+    location /cached/ {
+      open_log_file_cache max=2 inactive=20s min_uses=1 valid=1m;
+      access_log logs/cached-$arg_n.log;
+      return 200 "ok\n";
+    }
+    location / { return 200 "ok\n"; }
+  }`, addr)
+	c := keepAliveClient(nil)
+	for i, host := range []string{"a.test", "b.test", "a.test", "A.Test"} {
+		get(t, c, "http://"+addr+"/x"+strconv.Itoa(i), "Host", host)
+	}
+	for i := range 6 {
+		get(t, c, "http://"+addr+"/cached/?n="+strconv.Itoa(i%3))
+	}
+	for name, want := range map[string]int{"by-host/a.test.log": 3, "by-host/b.test.log": 1, "cached-0.log": 2, "cached-1.log": 2, "cached-2.log": 2} {
+		p := in.path("logs/" + name)
+		readLines(t, p, want)
+		if got := countLinesPlain(t, p); got != want {
+			t.Errorf("%s: %d lines, want %d", name, got, want)
+		}
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v %v, want mode 0644", name, st.Mode(), err)
+		}
+	}
+	if err := os.Rename(in.path("logs/cached-0.log"), in.path("logs/cached-0.log.1")); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reopen")
+	in.waitLog("logs reopened")
+	get(t, c, "http://"+addr+"/cached/?n=0")
+	readLines(t, in.path("logs/cached-0.log"), 1)
+	if got := countLinesPlain(t, in.path("logs/cached-0.log.1")); got != 2 {
+		t.Errorf("the rotated file has %d lines, want 2", got)
+	}
+}
+
+func countLinesPlain(t *testing.T, path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
