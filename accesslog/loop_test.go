@@ -276,4 +276,3 @@ func BenchmarkLoggedRequest(b *testing.B) {
 		})
 	}
 }
-
