@@ -80,10 +80,15 @@ type shapeDef struct {
 	measure func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error
 	own     func(h *harness) // shapes that start their own processes
 	reload  bool             // only proxies that can reload; started ready for it
+	// accessLog: access_log's arguments (the file relative to the run's folder);
+	// only the proxies with nginx's log module run the shape.
+	accessLog string
 }
 
 var shapeDefs = []shapeDef{
 	{Name: "keepalive", Title: "keep-alive, ~100-byte response (wrk -t1 -c50)", measure: (*harness).keepAlive},
+	{Name: "log", Title: "keep-alive as above, access_log combined to a file", measure: (*harness).keepAlive, accessLog: "access.log combined"},
+	{Name: "logbuf", Title: "keep-alive as above, access_log combined to a file with buffer=64k", measure: (*harness).keepAlive, accessLog: "access.log combined buffer=64k"},
 	{Name: "close", Title: "new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: (*harness).newConn},
 	{Name: "large", Title: "1 MiB response (wrk -t1 -c10)", measure: (*harness).large},
 	{Name: "openloop", Title: "open loop at a fixed rate (50 keep-alive connections)", measure: (*harness).openLoop},
@@ -184,7 +189,11 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			res.Errors, res.ErrorKind = 1, err.Error()
 			return res
 		}
-		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload}
+		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload,
+			AccessLog: "off"}
+		if s.accessLog != "" {
+			d.AccessLog = filepath.Join(dir, s.accessLog)
+		}
 		argv, err := def.command(h.env, dir, d)
 		if err != nil {
 			res.Errors, res.ErrorKind = 1, err.Error()
