@@ -86,6 +86,7 @@ type pending struct {
 	s       *sink
 	buf     []byte // pooled
 	lines   int
+	gzip    int // the level its log asks for (0: none)
 	dirty   bool
 	timer   eventloop.Timer // flush=
 	timerOn bool
@@ -176,11 +177,12 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 		size += 6 + len(ls.path)
 	}
 	p := ls.pendingFor(s)
+	p.gzip = lg.Gzip
 	if p.buf != nil && len(p.buf)+size > cap(p.buf) {
 		ls.handOff(p)
 	}
 	if p.buf == nil {
-		p.buf = ls.loop.Pool().Get(max(s.buffer, lineBufSize, size))[:0]
+		p.buf = ls.loop.Pool().Get(max(lg.Buffer, lineBufSize, size))[:0]
 	}
 	switch s.kind {
 	case sinkFile:
@@ -194,7 +196,7 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 	p.lines++
 	ls.stats.lines.Store(ls.stats.lines.Load() + 1) // only this loop writes it
 	switch {
-	case s.buffer == 0:
+	case lg.Buffer == 0:
 		if !p.dirty {
 			p.dirty = true
 			ls.dirty = append(ls.dirty, p)
@@ -277,7 +279,7 @@ func (ls *loopState) handOff(p *pending) {
 	}
 	if ls.out < maxInflight {
 		select {
-		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, ls: ls}:
+		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, gzip: p.gzip, ls: ls}:
 			ls.out++
 			p.buf, p.lines = nil, 0
 			return

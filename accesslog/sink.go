@@ -29,8 +29,8 @@ type sink struct {
 
 	// sinkFile
 	path   string
-	gzip   int // 0: none, else the level
-	buffer int // buffer=, 0 for none
+	gzip   int // 0: none, else the level (for the check of conflicting logs)
+	buffer int // buffer=, 0 for none (idem)
 	mu     sync.RWMutex
 	fd     int          // -1 when closed
 	gen    atomic.Int64 // the last configuration generation that used it

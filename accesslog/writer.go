@@ -21,6 +21,7 @@ type chunk struct {
 	s     *sink
 	buf   []byte
 	lines int
+	gzip  int           // compress the buffer as a gzip member of this level
 	ls    *loopState    // where the buffer goes back
 	sync  chan struct{} // a marker, not lines: closed once what came before is written
 }
@@ -146,7 +147,6 @@ func (w *writer) writeFile(b []chunk) {
 	s := b[0].s
 	w.iov = w.iov[:0]
 	w.gzBuf.Reset()
-	var members []int // gzip: where each chunk's member ends in gzBuf
 	for i := range b {
 		c := &b[i]
 		if c.sync != nil {
@@ -155,14 +155,15 @@ func (w *writer) writeFile(b []chunk) {
 		if c.s != s {
 			continue
 		}
-		if s.gzip > 0 {
-			w.gzipMember(c.buf, s.gzip)
-			members = append(members, w.gzBuf.Len())
+		if c.gzip > 0 {
+			// One member per chunk, as nginx writes one per buffer. (Plain and
+			// gzip chunks of one file meet only after a reload switched it.)
+			w.gzipMember(c.buf, c.gzip)
 		} else {
 			w.iov = append(w.iov, c.buf)
 		}
 	}
-	if s.gzip > 0 {
+	if w.gzBuf.Len() > 0 {
 		w.iov = append(w.iov, w.gzBuf.Bytes())
 	}
 	err := s.write(w.iov)
