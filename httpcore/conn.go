@@ -262,7 +262,7 @@ func (c *conn) begin() {
 	r.snap = c.w.snapshotFor(c.local)
 	r.started = time.Now()
 	r.status, r.bodySent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, false, false
-	r.wireSent, r.headSize, r.bodyWire, r.pipelined = 0, 0, 0, c.pipelined
+	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
 	c.w.seq++
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]

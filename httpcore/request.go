@@ -34,11 +34,13 @@ type Request struct {
 	// the head's share of it.
 	wireSent  int64
 	headSize  int64
-	bodyWire  int64  // request body bytes read off the wire for a handler, framing included ($request_length)
-	seq       uint64 // the worker's count of requests at this one's start (Seq)
-	pipelined bool   // the head was already read when the request before it ended ($pipe)
-	redirects int    // internal redirects taken
-	phase     int    // the next entry of the phase engine
+	bodyWire  int64    // request body bytes read off the wire for a handler, framing included ($request_length)
+	seq       uint64   // the worker's count of requests at this one's start (Seq)
+	pipelined bool     // the head was already read when the request before it ended ($pipe)
+	id        [32]byte // $request_id, made on first use (hasID)
+	hasID     bool
+	redirects int // internal redirects taken
+	phase     int // the next entry of the phase engine
 	// errorPageDone: an error met error pages with recursive_error_pages off, so no
 	// later error gets one (nginx's r->error_page).
 	errorPageDone bool

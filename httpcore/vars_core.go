@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"bytes"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,19 @@ var coreVariables = []Variable{
 		}
 		return append(dst, '.')
 	}},
+	{Name: "request_id", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's: 16 random bytes in hex, the same for the whole request.
+		if !r.hasID {
+			var b [16]byte
+			r.c.w.ids.Read(b[:])
+			hex.Encode(r.id[:], b[:])
+			r.hasID = true
+		}
+		return append(dst, r.id[:]...)
+	}},
+	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
 	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},
@@ -147,6 +161,47 @@ func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.u
 func appendArgs(dst []byte, r *Request, _ string) []byte {
 	q, _ := r.Args()
 	return append(dst, q...)
+}
+
+// appendSentHTTP is $sent_http_NAME (name lower-case, with dashes): a field of the
+// response head, and as nginx the fields the writer adds itself: Content-Length,
+// Transfer-Encoding, Connection. Nothing before the head was written.
+func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
+	if !r.headerSent {
+		return dst
+	}
+	h := &r.out
+	switch name {
+	case "content-length":
+		if v, ok := h.Get(name); ok {
+			return append(dst, v...)
+		}
+		if h.ContentLength >= 0 {
+			return strconv.AppendInt(dst, h.ContentLength, 10)
+		}
+		return dst
+	case "transfer-encoding":
+		if r.chunked {
+			return append(dst, "chunked"...)
+		}
+		return dst
+	case "connection":
+		switch {
+		case h.Status == 101:
+			return append(dst, "upgrade"...)
+		case r.c.keepAlive && !r.logged:
+			// nginx clears r->keepalive before it logs a kept-alive request: its
+			// access log always shows "close".
+			return append(dst, "keep-alive"...)
+		}
+		return append(dst, "close"...)
+	}
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.deleted && equalFoldDash(f.name, name) {
+			return append(dst, f.value...)
+		}
+	}
+	return dst
 }
 
 // serverName is $server_name: the first name of the server that took the request.

@@ -1,7 +1,9 @@
 package httpcore
 
 import (
+	crand "crypto/rand"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"sync/atomic"
@@ -33,8 +35,9 @@ type Worker struct {
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
-	clients  int    // open client connections, for tests and metrics
-	seq      uint64 // requests started (Request.Seq)
+	clients  int           // open client connections, for tests and metrics
+	seq      uint64        // requests started (Request.Seq)
+	ids      *rand.ChaCha8 // $request_id
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call
@@ -42,7 +45,7 @@ type Worker struct {
 func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 	host, _ := os.Hostname()
 	w := &Worker{
-		snap: snap, log: log, numaNode: numaNode, hostname: host,
+		snap: snap, log: log, numaNode: numaNode, hostname: host, ids: newIDSource(),
 		scratch: make([]byte, 0, 16<<10),
 	}
 	for _, h := range snap.hooks {
@@ -137,4 +140,13 @@ func (w *Worker) OnClose(c eventloop.Conn, err error) {
 	if cl, ok := c.Context().(*conn); ok {
 		cl.onClose(err)
 	}
+}
+
+// newIDSource seeds a worker's generator of $request_id from the system's.
+func newIDSource() *rand.ChaCha8 {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		panic("httpcore: no random seed: " + err.Error())
+	}
+	return rand.NewChaCha8(seed)
 }

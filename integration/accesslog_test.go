@@ -28,7 +28,9 @@ func accessLogHTTP(addr, backend, rawUp, dead string) string {
   log_format json escape=json '{"addr":"$remote_addr","user":"$remote_user","req":"$request","status":$status,'
       '"bbs":$body_bytes_sent,"bs":$bytes_sent,"ref":"$http_referer","ua":"$http_user_agent","len":$request_length,'
       '"pipe":"$pipe","uri":"$uri","args":"$args","method":"$request_method","proto":"$server_protocol",'
-      '"host":"$host","missing":"$http_x_missing","is_args":"$is_args","cookie":"$cookie_c","arg":"$arg_q"}';
+      '"host":"$host","missing":"$http_x_missing","is_args":"$is_args","cookie":"$cookie_c","arg":"$arg_q",'
+      '"ct":"$sent_http_content_type","cl":"$sent_http_content_length","te":"$sent_http_transfer_encoding",'
+      '"conn":"$sent_http_connection","nosent":"$sent_http_x_nothing","id":"$request_id"}';
   log_format timing '$status $request_time "$uri" ua=$upstream_addr us=$upstream_status uct=$upstream_connect_time '
       'uht=$upstream_header_time urt=$upstream_response_time url=$upstream_response_length '
       'ubr=$upstream_bytes_received ubs=$upstream_bytes_sent $msec $time_iso8601 $pipe';
@@ -125,12 +127,14 @@ var (
 	maskISOTime   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d`)
 	maskSeconds   = regexp.MustCompile(`\b\d+\.\d{3}\b`)
 	bytesSent     = regexp.MustCompile(`"bs":(\d+)`)
+	maskRequestID = regexp.MustCompile(`"id":"[0-9a-f]{32}"`)
 )
 
 // maskLine hides what legitimately differs between the two servers: times.
 func maskLine(s string) string {
 	s = maskLocalTime.ReplaceAllString(s, "[TIME]")
 	s = maskISOTime.ReplaceAllString(s, "ISOTIME")
+	s = maskRequestID.ReplaceAllString(s, `"id":"RID"`)
 	return maskSeconds.ReplaceAllString(s, "S")
 }
 
