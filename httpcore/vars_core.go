@@ -123,11 +123,11 @@ var coreVariables = []Variable{
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},
 	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
-	{Name: "time_local", Get: func(dst []byte, _ *Request, _ string) []byte {
-		return time.Now().AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
+	{Name: "time_local", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.c.w.timeLocal(time.Now())...)
 	}},
-	{Name: "time_iso8601", Get: func(dst []byte, _ *Request, _ string) []byte {
-		return time.Now().AppendFormat(dst, "2006-01-02T15:04:05-07:00")
+	{Name: "time_iso8601", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.c.w.timeISO8601(time.Now())...)
 	}},
 	{Name: "msec", Get: func(dst []byte, _ *Request, _ string) []byte {
 		now := time.Now()

@@ -38,6 +38,9 @@ type Worker struct {
 	clients  int           // open client connections, for tests and metrics
 	seq      uint64        // requests started (Request.Seq)
 	ids      *rand.ChaCha8 // $request_id
+	// $time_local and $time_iso8601 of the current second, as nginx caches them
+	localTime, isoTime []byte
+	localUnix, isoUnix int64
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call
@@ -100,6 +103,24 @@ func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
 }
 
 // dateHeader returns the cached "Date: ...\r\n" line for now.
+// timeLocal is $time_local for now, formatted once a second.
+func (w *Worker) timeLocal(now time.Time) []byte {
+	if sec := now.Unix(); sec != w.localUnix || w.localTime == nil {
+		w.localUnix = sec
+		w.localTime = now.AppendFormat(w.localTime[:0], "02/Jan/2006:15:04:05 -0700")
+	}
+	return w.localTime
+}
+
+// timeISO8601 is $time_iso8601 for now, formatted once a second.
+func (w *Worker) timeISO8601(now time.Time) []byte {
+	if sec := now.Unix(); sec != w.isoUnix || w.isoTime == nil {
+		w.isoUnix = sec
+		w.isoTime = now.AppendFormat(w.isoTime[:0], "2006-01-02T15:04:05-07:00")
+	}
+	return w.isoTime
+}
+
 func (w *Worker) dateHeader(now time.Time) []byte {
 	if sec := now.Unix(); sec != w.dateUnix || w.date == nil {
 		w.dateUnix = sec
