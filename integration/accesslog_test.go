@@ -525,3 +525,33 @@ func countLinesPlain(t *testing.T, path string) int {
 	}
 	return strings.Count(string(data), "\n")
 }
+
+// TestAccessLogBufferAndFlush: with buffer= a line waits in its loop's buffer
+// (nginx writes it when the buffer is full); flush= writes it after that time
+// without more traffic, by the loop's timer; a graceful stop writes what is left.
+func TestAccessLogBufferAndFlush(t *testing.T) {
+	addr := addrFor(t)
+	in := startHTTP(t, `
+  server {
+    listen `+addr+`;
+    access_log logs/held.log combined buffer=64k;
+    access_log logs/flushed.log combined buffer=64k flush=1s;
+    location / { return 200 "ok\n"; }
+  }`, addr)
+	sent := time.Now()
+	get(t, keepAliveClient(nil), "http://"+addr+"/one")
+	readLines(t, in.path("logs/flushed.log"), 1)
+	if d := time.Since(sent); d < 900*time.Millisecond {
+		t.Errorf("flush=1s wrote the line after %v", d)
+	}
+	if n := countLinesPlain(t, in.path("logs/held.log")); n != 0 {
+		t.Errorf("buffer=64k without flush wrote %d lines before the buffer was full", n)
+	}
+	in.signal("quit")
+	if code := in.waitExit(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	if n := countLinesPlain(t, in.path("logs/held.log")); n != 1 {
+		t.Errorf("%d lines at exit, want 1", n)
+	}
+}
