@@ -47,6 +47,7 @@ func accessLogHTTP(addr, backend, rawUp, dead string) string {
     location /p/ { proxy_pass http://` + backend + `; }
     location /c/ { proxy_pass http://` + rawUp + `; }
     location /r/ { proxy_pass http://retry; }
+    location /e/ { proxy_pass http://` + backend + `; proxy_intercept_errors on; error_page 404 = /p/fallback; }
     location /off/ { access_log off; return 204; }
   }`
 }
@@ -68,6 +69,7 @@ var accessLogRequests = []struct {
 	{"POST /p/chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 1},
 	{"GET /c/stream HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 	{"GET /r/retried HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+	{"GET /e/missing HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 	{"GET /off/ HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 	{"GET /first HTTP/1.1\r\nHost: t\r\n\r\nGET /second HTTP/1.1\r\nHost: t\r\n\r\n", 2},
 }
@@ -143,7 +145,12 @@ func maskLine(s string) string {
 // response heads differ (Server), so $bytes_sent is compared as what each client
 // received: the logged value minus the bytes read must be 0 for both.
 func TestAccessLogMatchesNginx(t *testing.T) {
-	be := newBackend(t, nil)
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/e/") {
+			w.WriteHeader(404) // intercepted: error_page goes to /p/fallback, a second exchange
+		}
+		io.WriteString(w, "ok")
+	})
 	rawUp := newRawUpstream(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		readHead(br)

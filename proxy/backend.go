@@ -601,6 +601,7 @@ func (ex *exchange) startResponse(headLen int) {
 			return
 		}
 	}
+	ex.try().passed = true
 	ex.responseHeader()
 	r.SendHeader()
 	rest := ex.rbuf[headLen:]

@@ -18,6 +18,7 @@ type upState struct {
 	connect, header, response time.Duration // -1: not reached
 	received, sent, length    int64
 	headLen                   int64 // the response head's bytes among received
+	passed                    bool  // the response went on to the client (not retried, intercepted or redirected)
 }
 
 // beginTry starts the state of a try to p; the try before it ends.
@@ -45,7 +46,9 @@ func (ex *exchange) endTry(now time.Time) {
 	if st.connect < 0 {
 		st.sent = 0 // queued for a connection that never came up: nginx counts what went out
 	}
-	if st.status != 0 && st.header >= 0 {
+	if st.passed {
+		// nginx counts the body it read for the client: none of a response it
+		// retried or replaced (error_page, X-Accel-Redirect).
 		st.length = max(st.received-st.headLen, 0)
 	}
 }
