@@ -562,3 +562,65 @@ func TestAccessLogBufferAndFlush(t *testing.T) {
 		t.Errorf("%d lines at exit, want 1", n)
 	}
 }
+
+// TestAccessLogReloadMovesTheLog reloads, under load, from one log file to another
+// (buffered, so lines wait in the loops at the switch): each answered request has
+// exactly one line, in the old file or the new one.
+func TestAccessLogReloadMovesTheLog(t *testing.T) {
+	addr := addrFor(t)
+	conf := func(name string) string {
+		return "worker_processes 2;\nerror_log logs/error.log info;\nevents { }\nhttp {\n  server {\n    listen " + addr +
+			";\n    access_log logs/" + name + " combined buffer=32k;\n    location / { return 200 \"ok\\n\"; }\n  }\n}\n"
+	}
+	in := startMain(t, "worker_processes 2;\n", `
+  server {
+    listen `+addr+`;
+    access_log logs/before.log combined buffer=32k;
+    location / { return 200 "ok\n"; }
+  }`, addr)
+	stop := make(chan struct{})
+	answered := make(chan int)
+	for range 3 {
+		go func() {
+			n := 0
+			defer func() { answered <- n }()
+			c := keepAliveClient(nil)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Get("http://" + addr + "/load/" + strconv.Itoa(i))
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					n++
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(conf("after.log")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.signal("reload")
+	in.waitLog("configuration reloaded")
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	total := 0
+	for range 3 {
+		total += <-answered
+	}
+	in.signal("quit")
+	if code := in.waitExit(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	before, after := countLines(t, in.path("logs/before.log")), countLines(t, in.path("logs/after.log"))
+	if before+after != total || before == 0 || after == 0 {
+		t.Fatalf("%d + %d lines for %d requests", before, after, total)
+	}
+}
