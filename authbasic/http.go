@@ -21,24 +21,7 @@ var self *conf.Module
 
 func init() {
 	self = Module
-	Module.Ctx = &httpcore.Hooks{Init: initHTTP, NewLoop: newLoop, Key: key, Variables: variables}
-}
-
-// variables is $remote_user: the user name of the request's Basic credentials,
-// whether or not auth_basic checks them (nginx's ngx_http_auth_basic_user).
-var variables = []httpcore.Variable{
-	{Name: "remote_user", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		authz, ok := r.Head().Headers.Get("authorization")
-		if !ok {
-			return dst
-		}
-		start := len(dst)
-		user, _, out, ok := ParseBasic(dst, authz)
-		if !ok {
-			return dst
-		}
-		return out[:start+len(user)] // the user name is the decoded text's start
-	}},
+	Module.Ctx = &httpcore.Hooks{Init: initHTTP, NewLoop: newLoop, Key: key}
 }
 
 // errLog is the error log, known once a loop exists; user files log their reads to

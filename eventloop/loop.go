@@ -59,6 +59,9 @@ type Loop struct {
 	acceptLog   limitLog // accept failed (EMFILE & co)
 	drainTimer  Timer
 	exit        bool
+	// batchEnds are the BatchEnd hooks armed during the current batch.
+	batchEnds, batchEndsSpare []*BatchEnd
+	atExit                    []func()
 
 	state atomic.Int32
 	tid   atomic.Int32
@@ -146,6 +149,9 @@ func (l *Loop) run(ready chan<- error) {
 	ready <- nil
 	for !l.exit {
 		l.pollBatch()
+		if len(l.batchEnds) > 0 {
+			l.runBatchEnds()
+		}
 	}
 }
 
@@ -156,6 +162,10 @@ func (l *Loop) shutdown() {
 	}
 	l.closeAll(ErrStopped)
 	l.closeWatches()
+	l.runBatchEnds() // what the closes armed (log lines of the requests they ended)
+	for _, fn := range l.atExit {
+		l.safeCall(fn)
+	}
 	l.state.Store(stateExited)
 	l.pool.Put(l.scratch)
 	l.scratch = nil

@@ -101,6 +101,7 @@ func (c *conn) takeBody(data []byte) {
 			part := c.bodyLen.Take(data)
 			data = data[len(part):]
 			c.bodyTotal += int64(len(part))
+			c.bodyWire += int64(len(part))
 			if c.buffering {
 				if !c.bufferChunk(part) {
 					return
@@ -120,6 +121,7 @@ func (c *conn) takeBody(data []byte) {
 				return
 			}
 			c.bodyTotal += int64(len(chunk))
+			c.bodyWire += int64(n)
 			if c.bodyTooLarge() {
 				c.abortBody()
 				c.keepAlive = false

@@ -71,6 +71,7 @@ type conn struct {
 	// replaced when the next response starts.
 	rateLimited bool
 	keepAlive   bool
+	pipelined   bool      // the next request's bytes were here when the last one ended
 	srvConf     *LocConf  // the server's config (the default server's until a request names one)
 	lcf         *LocConf  // the location's config, else srvConf
 	lingerUntil time.Time // csDiscard, csLinger: the end of lingering_time
@@ -275,9 +276,12 @@ func (c *conn) begin() {
 	r.snap = c.w.snapshotFor(c.local)
 	r.started = time.Now()
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
+	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
+	c.w.seq++
+	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
-	r.limitRate, r.limitRateSet, r.idSet = 0, false, false
+	r.limitRate, r.limitRateSet = 0, false
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
 	r.remoteSet, r.accessCode = false, 0
@@ -376,6 +380,7 @@ func (c *conn) finish() {
 	// Keep only what came after this request: the window moves past it.
 	c.setStat(statWaiting) // until the next request's first byte (drive)
 	c.in, c.headLen = c.in[min(c.headLen, len(c.in)):], 0
+	c.pipelined = len(c.in) > 0
 	c.req.Reset()
 	c.state = csHead
 	c.headTimer = false

@@ -213,6 +213,7 @@ func (r *Request) writeHeader() {
 	c.w.scratch = b[:0]
 	r.head = b
 	r.headSent = int64(len(b))
+	r.headSize = int64(len(b))
 	if r.limitRateSet || c.lcf.LimitRate != nil || c.rateLimited {
 		r.applyLimitRate()
 	}
@@ -427,6 +428,7 @@ func (r *Request) writeBody(o *Out) {
 				c.closeAfterFlush()
 				return
 			}
+			r.wireSent += o.FileN
 			if r.chunked {
 				iov = append(iov, crlf)
 			}
@@ -441,6 +443,9 @@ func (r *Request) writeBody(o *Out) {
 
 // write sends iov with one system call.
 func (r *Request) write(iov [][]byte) {
+	for _, p := range iov {
+		r.wireSent += int64(len(p))
+	}
 	switch len(iov) {
 	case 0:
 	case 1:

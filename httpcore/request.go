@@ -21,19 +21,29 @@ import (
 // the same loop; the contexts (Ctx) are not cleared, so a module may keep what it
 // allocated there for the next request, and must reset it when it starts.
 type Request struct {
-	c         *conn
-	req       http1.Request
-	snap      *Snapshot
-	srv       *conf.Server
-	loc       *conf.Location
-	prefix    string // the matched prefix location's path
-	uriBuf    []byte // pooled: the normalised path ($uri)
-	started   time.Time
-	status    int // the status sent (0 before the head went out)
-	bodySent  int64
-	headSent  int64 // the response head's length
-	redirects int   // internal redirects taken
-	phase     int   // the next entry of the phase engine
+	c        *conn
+	req      http1.Request
+	snap     *Snapshot
+	srv      *conf.Server
+	loc      *conf.Location
+	prefix   string // the matched prefix location's path
+	uriBuf   []byte // pooled: the normalised path ($uri)
+	started  time.Time
+	status   int   // the status sent (0 before the head went out)
+	bodySent int64 // body bytes passed to the connection, without chunk framing
+	headSent int64 // the response head's length
+	// For $bytes_sent and $body_bytes_sent as nginx counts them (c->sent and
+	// r->header_size): every byte written for the response, framing included, and
+	// the head's share of it.
+	wireSent  int64
+	headSize  int64
+	bodyWire  int64    // request body bytes read off the wire for a handler, framing included ($request_length)
+	seq       uint64   // the worker's count of requests at this one's start (Seq)
+	pipelined bool     // the head was already read when the request before it ended ($pipe)
+	id        [32]byte // $request_id, made on first use (hasID)
+	hasID     bool
+	redirects int // internal redirects taken
+	phase     int // the next entry of the phase engine
 	// errorPageDone: an error met error pages with recursive_error_pages off, so no
 	// later error gets one (nginx's r->error_page).
 	errorPageDone bool
@@ -51,8 +61,6 @@ type Request struct {
 	logged       bool  // the log phase ran
 	done         bool  // finished: the connection went on (or is going) to the next request
 	headerSent   bool
-	id           [16]byte // $request_id, once idSet
-	idSet        bool
 	limitRate    int64 // SetLimitRate's, when limitRateSet
 	limitRateSet bool
 
@@ -253,6 +261,11 @@ func (r *Request) ConnectionRequests() int { return r.c.requests }
 // Status is the status sent to the client, 0 before the response head went out.
 func (r *Request) Status() int { return r.status }
 
+// Seq identifies the request among those its worker started: a module that keeps
+// state for a request in a reused context (Ctx) tells its own from a previous
+// request's by it.
+func (r *Request) Seq() uint64 { return r.seq }
+
 // HeaderSent reports that the response head went out (or is on its way).
 func (r *Request) HeaderSent() bool { return r.headerSent }
 
@@ -341,7 +354,10 @@ func (r *Request) Tunnel() []byte {
 }
 
 // TunnelWrite sends bytes to the client after Tunnel, past the filters.
-func (r *Request) TunnelWrite(p []byte) { r.c.conn.Write(p) }
+func (r *Request) TunnelWrite(p []byte) {
+	r.wireSent += int64(len(p))
+	r.c.conn.Write(p)
+}
 
 // PauseBody stops reading the client while what it sends (the body, or tunnel
 // bytes) cannot be passed on.

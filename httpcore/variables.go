@@ -29,6 +29,10 @@ type Variable struct {
 	// a module whose variable needs work done for every request learns that it is
 	// used.
 	Compiled func()
+	// EmptyFound: an empty value is a value ($https off, $is_args without
+	// arguments), where for the others it means nginx's "not found", which an
+	// access log in the default escaping shows as "-".
+	EmptyFound bool
 }
 
 // Variables is a registry: every module's variables by name. A configuration's
@@ -273,3 +277,27 @@ func (p *part) appendTo(dst []byte, r *Request) []byte {
 	}
 	return append(dst, p.lit...)
 }
+
+// Ref is one variable compiled on its own (a module's, a family's member, one the
+// configuration declares or a capture), for a module that treats each value apart,
+// as the access log escapes them.
+type Ref struct {
+	p    part
+	name string
+}
+
+// Ref compiles a reference to the variable called name (without "$"); pos is
+// where it is named, for the error of a name nothing declares.
+func (v *Variables) Ref(name string, pos conf.Pos) (Ref, error) {
+	p, err := v.lookup(name, pos)
+	return Ref{p: p, name: name}, err
+}
+
+// Append appends the variable's value for r.
+func (ref Ref) Append(dst []byte, r *Request) []byte { return ref.p.appendTo(dst, r) }
+
+// Name is the variable's name as written.
+func (ref Ref) Name() string { return ref.name }
+
+// EmptyFound reports a variable whose empty value is a value (Variable.EmptyFound).
+func (ref Ref) EmptyFound() bool { return ref.p.v != nil && ref.p.v.EmptyFound }

@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"bytes"
+	"encoding/hex"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -26,7 +27,6 @@ var coreVariables = []Variable{
 		// $http_user_agent names User-Agent: underscores stand for dashes.
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) }},
-	{Name: "sent_http_", Prefix: true, Param: headerParam, Get: appendSentHeader},
 	{Name: "cookie_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
 		return append(dst, cookieValue(r.headerValue("cookie"), name)...)
 	}},
@@ -61,7 +61,7 @@ var coreVariables = []Variable{
 	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
 	}},
-	{Name: "server_name", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
+	{Name: "server_name", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
 	{Name: "server_protocol", Get: func(dst []byte, r *Request, _ string) []byte {
 		if r.req.ProtoMinor() == 1 {
 			return append(dst, "HTTP/1.1"...)
@@ -74,7 +74,7 @@ var coreVariables = []Variable{
 		}
 		return append(dst, "http"...)
 	}},
-	{Name: "https", Get: func(dst []byte, r *Request, _ string) []byte {
+	{Name: "https", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
 		if r.HTTPS() {
 			return append(dst, "on"...)
 		}
@@ -93,7 +93,7 @@ var coreVariables = []Variable{
 	{Name: "document_uri", Get: appendURI},
 	{Name: "args", Get: appendArgs, Set: setArgs},
 	{Name: "query_string", Get: appendArgs},
-	{Name: "is_args", Get: func(dst []byte, r *Request, _ string) []byte {
+	{Name: "is_args", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
 		if _, ok := r.Args(); ok {
 			return append(dst, '?')
 		}
@@ -110,13 +110,44 @@ var coreVariables = []Variable{
 		st := r.status
 		return append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
 	}},
-	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.bodySent, 10) }},
-	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
-	{Name: "time_local", Get: func(dst []byte, _ *Request, _ string) []byte {
-		return time.Now().AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
+	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's c->sent - r->header_size: chunk framing counts as body.
+		return strconv.AppendInt(dst, max(r.wireSent-r.headSize, 0), 10)
 	}},
-	{Name: "time_iso8601", Get: func(dst []byte, _ *Request, _ string) []byte {
-		return time.Now().AppendFormat(dst, "2006-01-02T15:04:05-07:00")
+	{Name: "bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.wireSent, 10) }},
+	{Name: "request_length", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's r->request_length: the head as read (request line to the empty
+		// line) and the bytes of a body read (not of one dropped), framing included.
+		return strconv.AppendInt(dst, int64(r.c.headLen)+r.bodyWire, 10)
+	}},
+	{Name: "pipe", Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.pipelined {
+			return append(dst, 'p')
+		}
+		return append(dst, '.')
+	}},
+	{Name: "request_id", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's: 16 random bytes in hex, the same for the whole request.
+		if !r.hasID {
+			var b [16]byte
+			r.c.w.ids.Read(b[:])
+			hex.Encode(r.id[:], b[:])
+			r.hasID = true
+		}
+		return append(dst, r.id[:]...)
+	}},
+	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
+	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
+		return AppendBasicUser(dst, r.headerValue("authorization"))
+	}},
+	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
+	{Name: "time_local", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.c.w.timeLocal(time.Now())...)
+	}},
+	{Name: "time_iso8601", Get: func(dst []byte, r *Request, _ string) []byte {
+		return append(dst, r.c.w.timeISO8601(time.Now())...)
 	}},
 	{Name: "msec", Get: func(dst []byte, _ *Request, _ string) []byte {
 		now := time.Now()
@@ -160,6 +191,47 @@ func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.u
 func appendArgs(dst []byte, r *Request, _ string) []byte {
 	q, _ := r.Args()
 	return append(dst, q...)
+}
+
+// appendSentHTTP is $sent_http_NAME (name lower-case, with dashes): a field of the
+// response head, and as nginx the fields the writer adds itself: Content-Length,
+// Transfer-Encoding, Connection. Nothing before the head was written.
+func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
+	if !r.headerSent {
+		return dst
+	}
+	h := &r.out
+	switch name {
+	case "content-length":
+		if v, ok := h.Get(name); ok {
+			return append(dst, v...)
+		}
+		if h.ContentLength >= 0 {
+			return strconv.AppendInt(dst, h.ContentLength, 10)
+		}
+		return dst
+	case "transfer-encoding":
+		if r.chunked {
+			return append(dst, "chunked"...)
+		}
+		return dst
+	case "connection":
+		switch {
+		case h.Status == 101:
+			return append(dst, "upgrade"...)
+		case r.c.keepAlive && !r.logged:
+			// nginx clears r->keepalive before it logs a kept-alive request: its
+			// access log always shows "close".
+			return append(dst, "keep-alive"...)
+		}
+		return append(dst, "close"...)
+	}
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.deleted && equalFoldDash(f.name, name) {
+			return append(dst, f.value...)
+		}
+	}
+	return dst
 }
 
 // serverName is $server_name: the first name of the server that took the request.
@@ -319,18 +391,3 @@ func AppendPort(dst []byte, a netip.AddrPort) []byte {
 // headerParam turns the NAME of a header variable into the field name: underscores
 // stand for dashes, any case.
 func headerParam(rest string) string { return strings.ReplaceAll(strings.ToLower(rest), "_", "-") }
-
-// appendSentHeader is $sent_http_NAME: the first response field called name, as the
-// handler and the header filters made the head (nginx's headers_out);
-// Content-Length is the body's length when it is known.
-func appendSentHeader(dst []byte, r *Request, name string) []byte {
-	h := &r.out
-	if name == "content-length" && r.headerSent {
-		if h.ContentLength >= 0 {
-			return strconv.AppendInt(dst, h.ContentLength, 10)
-		}
-		return dst
-	}
-	v, _ := h.Get(name)
-	return append(dst, v...)
-}

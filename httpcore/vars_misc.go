@@ -1,8 +1,6 @@
 package httpcore
 
 import (
-	"encoding/hex"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"unsafe"
@@ -15,16 +13,8 @@ import (
 // configurations and scripts that test it see the level of compatibility.
 const NginxVersion = "1.22.1"
 
-// miscVariables are nginx's $request_id, $pid, $nginx_version and $tcpinfo_*.
+// miscVariables are nginx's $pid, $nginx_version and $tcpinfo_*.
 var miscVariables = []Variable{
-	{Name: "request_id", Get: func(dst []byte, r *Request, _ string) []byte {
-		// nginx: 16 random bytes in hex, the same for the whole request.
-		if !r.idSet {
-			r.c.w.random(r.id[:])
-			r.idSet = true
-		}
-		return hex.AppendEncode(dst, r.id[:])
-	}},
 	{Name: "pid", Get: func(dst []byte, _ *Request, _ string) []byte { return strconv.AppendInt(dst, int64(pid), 10) }},
 	{Name: "nginx_version", Get: func(dst []byte, _ *Request, _ string) []byte { return append(dst, NginxVersion...) }},
 	{Name: "tcpinfo_rtt", Get: func(dst []byte, r *Request, _ string) []byte {
@@ -54,19 +44,4 @@ func appendTCPInfo(dst []byte, r *Request, field func(*unix.TCPInfo) uint32) []b
 		return dst
 	}
 	return strconv.AppendUint(dst, uint64(field(&ti)), 10)
-}
-
-// random fills b from the worker's generator: ChaCha8 seeded from the system's
-// entropy, so request ids are unpredictable without a system call each.
-func (w *Worker) random(b []byte) {
-	if w.rng == nil {
-		var seed [32]byte
-		if _, err := unix.Getrandom(seed[:], 0); err != nil {
-			for i := range seed {
-				seed[i] = byte(rand.Uint32())
-			}
-		}
-		w.rng = rand.NewChaCha8(seed)
-	}
-	_, _ = w.rng.Read(b)
 }

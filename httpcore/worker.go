@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	crand "crypto/rand"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -37,8 +38,13 @@ type Worker struct {
 	date     []byte // "Date: ...\r\n", rebuilt once a second
 	dateUnix int64
 	hostname string
-	rng      *rand.ChaCha8 // $request_id's generator, made on first use
 	stats    workerStats   // client connection figures (connstats.go)
+	clients  int           // open client connections, for tests and metrics
+	seq      uint64        // requests started (Request.Seq)
+	ids      *rand.ChaCha8 // $request_id
+	// $time_local and $time_iso8601 of the current second, as nginx caches them
+	localTime, isoTime []byte
+	localUnix, isoUnix int64
 }
 
 // NewWorker makes the worker of one loop, with every module's loop state; call
@@ -46,7 +52,7 @@ type Worker struct {
 func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 	host, _ := os.Hostname()
 	w := &Worker{
-		snap: snap, log: log, numaNode: numaNode, hostname: host,
+		snap: snap, log: log, numaNode: numaNode, hostname: host, ids: newIDSource(),
 		scratch: make([]byte, 0, 16<<10),
 	}
 	for _, h := range snap.hooks {
@@ -66,6 +72,9 @@ func (w *Worker) Loop() *eventloop.Loop { return w.loop }
 
 // Log is the error log.
 func (w *Worker) Log() *slog.Logger { return w.log }
+
+// Domain is the NUMA domain of the worker's loop.
+func (w *Worker) Domain() int { return w.numaNode }
 
 // State is module key's state in this loop (Hooks.NewLoop).
 func (w *Worker) State(k Key) LoopState { return w.states[k] }
@@ -98,6 +107,24 @@ func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
 }
 
 // dateHeader returns the cached "Date: ...\r\n" line for now.
+// timeLocal is $time_local for now, formatted once a second.
+func (w *Worker) timeLocal(now time.Time) []byte {
+	if sec := now.Unix(); sec != w.localUnix || w.localTime == nil {
+		w.localUnix = sec
+		w.localTime = now.AppendFormat(w.localTime[:0], "02/Jan/2006:15:04:05 -0700")
+	}
+	return w.localTime
+}
+
+// timeISO8601 is $time_iso8601 for now, formatted once a second.
+func (w *Worker) timeISO8601(now time.Time) []byte {
+	if sec := now.Unix(); sec != w.isoUnix || w.isoTime == nil {
+		w.isoUnix = sec
+		w.isoTime = now.AppendFormat(w.isoTime[:0], "2006-01-02T15:04:05-07:00")
+	}
+	return w.isoTime
+}
+
 func (w *Worker) dateHeader(now time.Time) []byte {
 	if sec := now.Unix(); sec != w.dateUnix || w.date == nil {
 		w.dateUnix = sec
@@ -136,4 +163,13 @@ func (w *Worker) OnClose(c eventloop.Conn, err error) {
 		cl.onClose(err)
 		cl.setStat(statNone)
 	}
+}
+
+// newIDSource seeds a worker's generator of $request_id from the system's.
+func newIDSource() *rand.ChaCha8 {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		panic("httpcore: no random seed: " + err.Error())
+	}
+	return rand.NewChaCha8(seed)
 }

@@ -92,6 +92,11 @@ type exchange struct {
 
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
+	// states are the request's tries, for $upstream_* (upstate.go); seq is the
+	// request's (Request.Seq) they belong to.
+	states  []upState
+	noState upState
+	seq     uint64
 
 	buffered    bool // the request body is read whole before the exchange starts
 	chunkedBody bool // the request body is streamed chunked, framed afresh
@@ -197,6 +202,7 @@ func (ex *exchange) connect() bool {
 			r.Fail(502)
 			return false
 		}
+		ex.beginTry(p, now)
 		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
 		ex.gotBytes, ex.bodySent = false, false
 		ex.ps = ex.st.peerStats(r, ex.g, p)
@@ -248,6 +254,7 @@ func (ex *exchange) connect() bool {
 			return false
 		}
 		if err != nil {
+			ex.try().status = 502
 			ex.bal.Done(p, now, true)
 			ex.st.log.Error("connect() to upstream failed", "upstream", p.String(), "error", err.Error())
 			if ps := ex.ps; ps != nil {
@@ -293,6 +300,7 @@ func localDialError(err error) bool {
 // a body in a temp file follows once the connection is up (connected).
 func (ex *exchange) send() {
 	ex.conn.Write(ex.head)
+	ex.try().sent += int64(len(ex.head) + len(ex.replay))
 	if len(ex.replay) > 0 {
 		ex.conn.Write(ex.replay)
 		ex.bodySent = true
@@ -304,6 +312,7 @@ func (ex *exchange) send() {
 // false when sending the body failed and the client was answered.
 func (ex *exchange) connected() bool {
 	ex.state = exHead
+	ex.connectedTry()
 	if !ex.sendFile() {
 		return false
 	}
@@ -335,6 +344,7 @@ func (ex *exchange) sendBody(p []byte) {
 		return
 	}
 	ex.conn.Write(p)
+	ex.try().sent += int64(len(p))
 	ex.bodySent = true
 	ex.keepReplay(p)
 }
@@ -395,6 +405,7 @@ func (ex *exchange) sendBodyv(iov [][]byte) {
 	ex.conn.Writev(iov)
 	ex.bodySent = true
 	for _, p := range iov {
+		ex.try().sent += int64(len(p))
 		ex.keepReplay(p)
 	}
 }
@@ -446,6 +457,7 @@ func idempotent(r *httpcore.Request) bool {
 // status (or closing the client if the response already started).
 func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 	now := time.Now()
+	ex.try().status = status
 	ex.st.log.Error(why, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
 	// A cached connection that failed before any reply says nothing about the server.
 	countsAsFailure := !(ex.reused && !ex.gotBytes && cond == NextError)
@@ -565,6 +577,7 @@ func errString(err error) string {
 // onData takes response bytes from the upstream.
 func (ex *exchange) onData(data []byte) {
 	ex.gotBytes = true
+	ex.try().received += int64(len(data))
 	ex.armRead()
 	switch ex.state {
 	case exConnecting, exHead:
@@ -634,6 +647,8 @@ func (ex *exchange) startResponse(headLen int) {
 		ps.Responses[stats.Class(code)]++
 		ps.ResponseTime.Observe(ex.responseTime)
 	}
+	try := ex.try()
+	try.status, try.header, try.headLen = code, ex.responseTime, int64(headLen)
 	if code == 101 && !ex.upgrade {
 		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
 		return
@@ -663,6 +678,7 @@ func (ex *exchange) startResponse(headLen int) {
 			return
 		}
 	}
+	ex.try().passed = true
 	ex.responseHeader()
 	r.SendHeader()
 	rest := ex.rbuf[headLen:]
@@ -937,6 +953,7 @@ func (ex *exchange) Abort() {
 // exchange touches nothing of the request after end; callers that go on to answer
 // keep the request in a local first.
 func (ex *exchange) end() {
+	ex.endTry(time.Now())
 	ex.state = exDone
 	if ex.vt != nil {
 		ex.vt.query.Cancel()

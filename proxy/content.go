@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +34,12 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	}
 	st := r.Worker().State(key).(*loopState)
 	vt := ex.vt
-	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt}
+	// The tries of an exchange before an internal redirect stay, for $upstream_*.
+	states, seq := ex.states[:0], ex.seq
+	if seq == r.Seq() && len(ex.states) > 0 {
+		states = append(ex.states, upState{})
+	}
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt, states: states, seq: r.Seq()}
 	r.SetPending(ex)
 	if lc.Pass.Value == nil {
 		if !ex.useGroup(lc.Pass.Group) {
@@ -239,8 +243,8 @@ func (st *loopState) balancer(g *upstream.Group) *upstream.Balancer {
 }
 
 // variables are the proxy's: $proxy_host, $proxy_add_x_forwarded_for and the
-// $upstream_ ones, which have values while the request's exchange runs.
-var variables = []httpcore.Variable{
+// $upstream_ ones of the request's tries (upstate.go).
+var variables = append(stateVariables, []httpcore.Variable{
 	{Name: "proxy_host", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		ex := running(r)
 		if ex == nil {
@@ -269,18 +273,6 @@ var variables = []httpcore.Variable{
 		}
 		return r.RemoteAddr().Addr().AppendTo(dst)
 	}},
-	{Name: "upstream_addr", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.peer != nil {
-			return ex.peer.AppendAddr(dst)
-		}
-		return dst
-	}},
-	{Name: "upstream_status", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.status != 0 {
-			return strconv.AppendInt(dst, int64(ex.status), 10)
-		}
-		return dst
-	}},
 	{Name: "upstream_http_", Prefix: true, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
@@ -305,13 +297,7 @@ var variables = []httpcore.Variable{
 		}
 		return dst
 	}},
-	{Name: "upstream_response_time", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		if ex := running(r); ex != nil && ex.status != 0 {
-			return httpcore.AppendSeconds(dst, ex.responseTime)
-		}
-		return dst
-	}},
-}
+}...)
 
 // ownVariables are the proxy's variables alone, for the templates of its defaults.
 var ownVariables = func() *httpcore.Variables {

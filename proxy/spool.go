@@ -39,6 +39,7 @@ func (ex *exchange) sendFile() bool {
 			return false
 		}
 		ex.fileSent += int64(n)
+		ex.try().sent += int64(n)
 		ex.bodySent = true
 		if _, err := conn.Write(buf[:n]); err != nil {
 			break // the loop closes the connection; OnClose goes on from there

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/numaproxy/numaproxy/accesslog"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -133,8 +134,13 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 			in.log.Log(nil, errorlog.LevelNotice, what+", reopening logs")
 			if !in.up.noaccept {
 				in.server.LogStats()
+				accesslog.LogStats(in.log)
 			}
-			if err := in.elog.Reopen(); err != nil {
+			err := in.elog.Reopen()
+			if alErr := accesslog.Reopen(); err == nil {
+				err = alErr
+			}
+			if err != nil {
 				in.log.Error("reopening logs: " + err.Error())
 			} else {
 				in.log.Log(nil, errorlog.LevelNotice, "logs reopened")
@@ -148,6 +154,8 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 				in.server.Drain(in.cfg.Main.WorkerShutdownTimeout)
 			}
 			in.finish(false)
+			accesslog.Flush() // the lines of the last requests
+			accesslog.LogStats(in.log)
 			in.log.Log(nil, errorlog.LevelNotice, "exiting")
 			return 0
 		case syscall.SIGTERM, syscall.SIGINT:
@@ -158,6 +166,8 @@ func runInstance(cfg *conf.Config, load func() (*conf.Config, error), opts *opti
 				in.server.Stop()
 			}
 			in.finish(true)
+			accesslog.Flush()
+			accesslog.LogStats(in.log)
 			return 0
 		case syscall.SIGUSR2:
 			in.log.Log(nil, errorlog.LevelNotice, what+", changing binary")

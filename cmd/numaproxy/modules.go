@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/numaproxy/numaproxy/access"
+	"github.com/numaproxy/numaproxy/accesslog"
 	"github.com/numaproxy/numaproxy/authbasic"
 	"github.com/numaproxy/numaproxy/authrequest"
 	"github.com/numaproxy/numaproxy/compress"
@@ -32,5 +33,6 @@ import (
 // filter).
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
 	httpcore.Module, resolver.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module,
-	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, static.Module, tls.Module,
-	proxyproto.Module, varmap.Module, geo.Module, splitclients.Module, metrics.Module)
+	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, static.Module,
+	accesslog.Module, tls.Module, proxyproto.Module, varmap.Module, geo.Module, splitclients.Module,
+	metrics.Module)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/numaproxy/numaproxy/accesslog"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -43,11 +44,15 @@ var keptCaps = []struct {
 // the process could not leave root. Problems that leave it safely unprivileged are
 // logged.
 func switchUser(u *conf.User, cfg *conf.Config, log *slog.Logger) error {
+	files := accesslog.Files()
 	for _, l := range cfg.Main.ErrorLogs {
 		if l.Path != "stderr" {
-			if err := giveFile(l.Path, u.UID); err != nil {
-				log.Log(nil, errorlog.LevelAlert, err.Error())
-			}
+			files = append(files, l.Path)
+		}
+	}
+	for _, f := range files {
+		if err := giveFile(f, u.UID); err != nil {
+			log.Log(nil, errorlog.LevelAlert, err.Error())
 		}
 	}
 	var keep [2]uint32 // the capability sets' two 32-bit words

@@ -29,6 +29,7 @@ type confData struct {
 	NoFile, MaxConn       int
 	Domains               string // numa_domains argument, "" for none
 	Reload                bool   // the run reloads the proxy (nginx: reuseport; HAProxy: master-worker)
+	AccessLog             string // access_log's arguments for numaproxy and nginx ("off" but in the log shapes)
 }
 
 func renderTemplate(name, out string, d confData) error {

@@ -88,10 +88,15 @@ type shapeDef struct {
 	gzip      bool             // only proxies that compress
 	nginxOnly bool             // only numaproxy and nginx (nginx's directives)
 	files     bool             // only servers that serve files (numaproxy, nginx)
+	// accessLog: access_log's arguments (the file relative to the run's folder);
+	// only the proxies with nginx's log module run the shape.
+	accessLog string
 }
 
 var shapeDefs = []shapeDef{
 	{Name: "keepalive", Title: "keep-alive, ~100-byte response (wrk -t1 -c50)", measure: (*harness).keepAlive},
+	{Name: "log", Title: "keep-alive as above, access_log combined to a file", measure: (*harness).keepAlive, accessLog: "access.log combined"},
+	{Name: "logbuf", Title: "keep-alive as above, access_log combined to a file with buffer=64k", measure: (*harness).keepAlive, accessLog: "access.log combined buffer=64k"},
 	{Name: "close", Title: "new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: (*harness).newConn},
 	{Name: "large", Title: "1 MiB response (wrk -t1 -c10)", measure: (*harness).large},
 	{Name: "static-small", Title: "static file, keep-alive, 100 bytes (wrk -t1 -c50; sendfile on)", measure: (*harness).staticSmall, files: true},
@@ -198,7 +203,10 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			return res
 		}
 		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload,
-			Static: h.env.static}
+			Static: h.env.static, AccessLog: "off"}
+		if s.accessLog != "" {
+			d.AccessLog = filepath.Join(dir, s.accessLog)
+		}
 		argv, err := def.command(h.env, dir, d)
 		if err != nil {
 			res.Errors, res.ErrorKind = 1, err.Error()
