@@ -387,7 +387,3 @@ func AppendPort(dst []byte, a netip.AddrPort) []byte {
 	}
 	return strconv.AppendUint(dst, uint64(a.Port()), 10)
 }
-
-// headerParam turns the NAME of a header variable into the field name: underscores
-// stand for dashes, any case.
-func headerParam(rest string) string { return strings.ReplaceAll(strings.ToLower(rest), "_", "-") }
