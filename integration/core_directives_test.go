@@ -420,3 +420,65 @@ func TestMiscVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyRedirectVariablesAndRegex: proxy_redirect with variables in the redirect
+// and the replacement, and with a regex whose captures build the replacement, on
+// Location and Refresh, beside nginx on the same configuration.
+func TestProxyRedirectVariablesAndRegex(t *testing.T) {
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", r.URL.Query().Get("loc"))
+		if ref := r.URL.Query().Get("refresh"); ref != "" {
+			w.Header().Set("Refresh", ref)
+		}
+		w.WriteHeader(302)
+	})
+	conf := func(addr string) string {
+		return `
+  server {
+    listen ` + addr + `;
+    location /vars/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_redirect http://$host:8000/ http://$host:$server_port/front/;
+    }
+    location /re/ {
+      proxy_pass http://` + up.Addr + `;
+      proxy_redirect ~^http://([^:/]+):\d+(/.*)$ https://$1$2;
+      proxy_redirect ~*^HTTP://CASE/(.*)$ /case/$1;
+    }
+  }`
+	}
+	np, ng := pairWithNginx(t, conf)
+	for _, q := range []string{
+		"loc=http://h:8000/a/b",
+		"loc=http://other:8000/a",
+		"loc=http://app:9000/x/y?z=1",
+		"loc=http://case/p",
+		"loc=http://h:8000/a&refresh=5%3B%20url=http://h:8000/r",
+		"loc=http://app:9000/x&refresh=3%3BURL=http://app:9000/q",
+	} {
+		for _, path := range []string{"/vars/", "/re/"} {
+			req := "GET " + path + "?" + q + " HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+			var got [2][2]string
+			for i, a := range []string{np, ng} {
+				raw, err := roundTripRaw(t, a, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp := parseResponses(t, raw, "GET")[0]
+				// Each server puts its own port in: compare without it.
+				port := a[strings.LastIndexByte(a, ':'):]
+				got[i] = [2]string{strings.ReplaceAll(resp.Header.Get("Location"), port, ":PORT"),
+					strings.ReplaceAll(resp.Header.Get("Refresh"), port, ":PORT")}
+			}
+			if got[0] != got[1] {
+				t.Errorf("%s?%s: numaproxy %q, nginx %q", path, q, got[0], got[1])
+			}
+			if strings.Contains(q, "refresh") && got[0][1] == "" {
+				t.Errorf("%s?%s: no Refresh came through", path, q)
+			}
+			if q == "loc=http://app:9000/x/y?z=1" && path == "/re/" && got[0][0] != "https://app/x/y?z=1" {
+				t.Errorf("regex with captures: %q", got[0][0])
+			}
+		}
+	}
+}

@@ -61,7 +61,7 @@ func (ex *exchange) responseHeader() {
 		if isLoc := http1.EqualFold(name, "location"); isLoc || http1.EqualFold(name, "refresh") {
 			b := h.Buf()
 			from := len(b)
-			b, rewritten := ex.appendRedirected(b, value)
+			b, rewritten := ex.appendRedirected(b, value, !isLoc)
 			i := h.AddBuilt(name, b, from)
 			if isLoc && rewritten {
 				// As nginx: a Location proxy_redirect rewrote to a path is made absolute.
@@ -133,7 +133,7 @@ func (lc *LocConf) hides(name []byte) bool {
 // rule whose text starts the value replaces it. "default" maps the proxy_pass URL to
 // the location: http://backend/x/ in location /a/ becomes /a/, and without a URI part
 // http://backend/ becomes /.
-func (ex *exchange) appendRedirected(h, value []byte) ([]byte, bool) {
+func (ex *exchange) appendRedirected(h, value []byte, refresh bool) ([]byte, bool) {
 	lcf := ex.lc
 	// A proxy_pass made of variables has no default rule (nginx has no URL to map).
 	if loc := ex.r.Location().Owner(); lcf.Pass != nil && lcf.Pass.Value == nil && lcf.redirectDefault && loc != nil &&
@@ -146,12 +146,55 @@ func (ex *exchange) appendRedirected(h, value []byte) ([]byte, bool) {
 			return out, true
 		}
 	}
-	for _, r := range lcf.Redirects {
-		if out, ok := replacePrefix(h, value, r.From, r.To); ok {
+	start := 0
+	if refresh {
+		if start = refreshURL(value); start < 0 {
+			return append(h, value...), false
+		}
+	}
+	for i := range lcf.Redirects {
+		if out, ok := ex.redirect(h, value, start, &lcf.Redirects[i]); ok {
 			return out, true
 		}
 	}
 	return append(h, value...), false
+}
+
+// redirect applies one proxy_redirect to the value from start on (the URL of a
+// Refresh), as nginx's ngx_http_proxy_rewrite_*_handler: a prefix there replaced by
+// the replacement, or, for a regex that matches, the whole URL.
+func (ex *exchange) redirect(h, value []byte, start int, rd *Redirect) ([]byte, bool) {
+	r := ex.r
+	url := value[start:]
+	if rd.re != nil {
+		if !r.Regex(rd.re, url) {
+			return h, false
+		}
+		h = append(h, value[:start]...)
+		return rd.to.Append(h, r), true
+	}
+	from := rd.fromBytes
+	if !rd.from.Static() {
+		from = rd.from.Append(ex.st.scratch[:0], r)
+		ex.st.scratch = from[:0]
+	}
+	if !bytes.HasPrefix(url, from) {
+		return h, false
+	}
+	h = append(h, value[:start]...)
+	h = rd.to.Append(h, r)
+	return append(h, url[len(from):]...), true
+}
+
+// refreshURL is where the URL of a Refresh value ("5; url=...") starts, -1 if it
+// has none.
+func refreshURL(value []byte) int {
+	for i := 0; i+4 <= len(value); i++ {
+		if http1.EqualFold(value[i:i+4], "url=") {
+			return i + 4
+		}
+	}
+	return -1
 }
 
 func replacePrefix(h, value []byte, from, to string) ([]byte, bool) {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/numaproxy/numaproxy/pcre"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func directives() []conf.Directive {
 			Doc: "on: the whole request body is read (in memory up to client_body_buffer_size, beyond it in a temporary file under client_body_temp_path) before the upstream is chosen and sent the request with its length, so a retry resends it; off: the body streams to the upstream as it arrives (chunked from a chunked client with proxy_http_version 1.1)."},
 		{Name: "proxy_redirect", Contexts: hsl, Args: conf.Args1 | conf.Args2, Multi: true, Set: setProxyRedirect,
 			Syntax: "proxy_redirect default | off | redirect replacement;", Default: "default",
-			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix."},
+			Doc: "Rewrites Location and Refresh headers of upstream responses; default maps the proxy_pass URL to the location prefix. The redirect is a prefix or a regex (~, ~* without case), the replacement may hold variables and the regex's captures; the first that matches applies."},
 		{Name: "proxy_intercept_errors", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.InterceptErrors }, bitInterceptErrors),
 			Syntax: "proxy_intercept_errors on | off;", Default: "off",
 			Doc: "An upstream response with a status of 300 or more that the location's error_page names is replaced by that error page (a 401 keeps the upstream's WWW-Authenticate)."},
@@ -242,9 +243,14 @@ type HeaderSetting struct {
 	Value *httpcore.Template
 }
 
-// Redirect is one proxy_redirect pair.
+// Redirect is one proxy_redirect pair: a prefix (variables allowed) or a regex
+// (~, ~* caseless) and the replacement (variables and the regex's captures allowed).
 type Redirect struct {
-	From, To string
+	From, To  string // as written
+	from      *httpcore.Template
+	fromBytes []byte // From, when from is static
+	re        *pcre.Regexp
+	to        *httpcore.Template
 }
 
 // NextUpstream is the proxy_next_upstream conditions, a bit set.
@@ -600,10 +606,32 @@ func setProxyRedirect(c *conf.Cursor, s *conf.Stmt) error {
 		}
 		return nil
 	}
-	if strings.Contains(s.Args[0].Value+s.Args[1].Value, "$") {
-		return s.InvalidValue(s.Args[0], "variables in proxy_redirect are not supported")
+	rd := Redirect{From: s.Args[0].Value, To: s.Args[1].Value}
+	var err error
+	if pattern, ok := strings.CutPrefix(rd.From, "~"); ok {
+		caseless := strings.HasPrefix(pattern, "*")
+		if caseless {
+			pattern = pattern[1:]
+		}
+		if rd.re, err = pcre.Compile(pattern, caseless); err != nil {
+			return s.Errorf("%v", err)
+		}
+		vars, err := httpcore.ConfigVariables(c)
+		if err != nil {
+			return s.Errorf("%v", err)
+		}
+		if err := vars.AddRegex(rd.re); err != nil {
+			return s.Errorf("%v", err)
+		}
+	} else if rd.from, err = httpcore.CompileTemplate(c, rd.From); err != nil {
+		return s.InvalidValue(s.Args[0], err.Error())
+	} else {
+		rd.fromBytes = []byte(rd.From)
 	}
-	lc.Redirects = append(lc.Redirects, Redirect{From: s.Args[0].Value, To: s.Args[1].Value})
+	if rd.to, err = httpcore.CompileTemplate(c, rd.To); err != nil {
+		return s.InvalidValue(s.Args[1], err.Error())
+	}
+	lc.Redirects = append(lc.Redirects, rd)
 	return nil
 }
 
