@@ -78,6 +78,9 @@ func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
 	sr.snap, sr.srv, sr.loc, sr.prefix = r.snap, r.srv, nil, ""
 	sr.started = time.Now()
+	sr.c.w.seq++
+	sr.seq = sr.c.w.seq // a request of its own: its $upstream_* start afresh
+	sr.wireSent, sr.headSize, sr.bodyWire, sr.hasID = 0, 0, 0, false
 	sr.status, sr.bodySent, sr.redirects, sr.forceStatus = 0, 0, 0, 0
 	sr.internalGET = true // a subrequest is a GET without a body (nginx's), HEAD too
 	sr.errorPageDone, sr.carried, sr.carriedType = false, sr.carried[:0], sr.carriedType[:0]

@@ -586,12 +586,13 @@ server { listen %s ssl; listen %s; ssl_certificate %s; ssl_certificate_key %s;
 		}
 		c.CloseIdleConnections()
 	}
-	// A client that is not TLS at all (the harness's probe, which connected and
-	// closed, failed already).
+	// A client whose handshake record is garbage (the harness's probe, which
+	// connected and closed, failed already; plain HTTP gets nginx's 497 page and is
+	// no handshake).
 	fams, _, _ := scrape(t, plain, "")
 	before := sum(fams, "numaproxy_tls_handshake_failures_total")
 	if c, err := net.Dial("tcp", ssl); err == nil {
-		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		c.Write([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
 		io.ReadAll(c)
 		c.Close()
 	}
