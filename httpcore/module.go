@@ -93,6 +93,9 @@ func directives() []conf.Directive {
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "limit_except", Contexts: conf.LocationCtx, Args: conf.Args1More, Block: true, Set: setLimitExcept,
+			Syntax: "limit_except method ... { ... }",
+			Doc:    "The block's allow, deny, auth_basic, auth_basic_user_file and proxy_pass apply to requests whose method is not listed (GET implies HEAD; methods: GET HEAD POST PUT DELETE MKCOL COPY MOVE OPTIONS PROPFIND PROPPATCH LOCK UNLOCK PATCH). The block is an implicit location, inheriting the rest from its location; nested locations do not inherit it (as nginx)."},
 		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
 			Syntax: "internal;",
 			Doc:    "The location (and those nested in it) serves only internal requests (index, try_files, error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
@@ -182,6 +185,11 @@ type LocConf struct {
 	// nginx merges it).
 	internal bool
 
+	// limitExcept is the methods a limit_except block limits (methodBits), and
+	// limitLoc its location; not inherited (nginx's merge leaves them).
+	limitExcept uint16
+	limitLoc    *conf.Location
+
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
 	nameRulesVary bool
@@ -220,6 +228,7 @@ const (
 	bitPortInRedirect
 	bitServerNameInRedirect
 	bitInternal
+	bitLimitExcept
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -669,7 +678,7 @@ func inheritIfHandlers(servers []*conf.Server, self *conf.Module) {
 	var walk func(locs []*conf.Location)
 	walk = func(locs []*conf.Location) {
 		for _, loc := range locs {
-			if lc := loc.Conf(self).(*LocConf); loc.Kind == conf.LocIf && lc.handler == nil {
+			if lc := loc.Conf(self).(*LocConf); loc.Implicit() && lc.handler == nil {
 				p := loc.Parent.Conf(self).(*LocConf)
 				lc.handler, lc.autoRedirect = p.handler, p.autoRedirect
 			}

@@ -169,6 +169,7 @@ func (c *conn) findConfig() bool {
 				c.respondStatus(404) // an internal location, asked for by a client
 				return false
 			}
+			c.limitExcept()
 		}
 	}
 	return !c.refuseBodyLength()
