@@ -41,7 +41,13 @@ func directives() []conf.Directive {
 			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
 		{Name: "client_body_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setClientBodyTempPath,
 			Syntax: "client_body_temp_path path [level1 [level2 [level3]]];", Default: "client_body_temp",
-			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
+			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created (they have no name, so the levels make no subdirectories), except under client_body_in_file_only, whose files are named as nginx's, in the levels' subdirectories."},
+		{Name: "client_body_in_file_only", Contexts: hsl, Args: conf.Args1, Set: setClientBodyInFileOnly,
+			Syntax: "client_body_in_file_only on | clean | off;", Default: "off",
+			Doc: "A request body read whole (proxy_request_buffering on, or proxy_pass_request_body off) is always written to a named file in client_body_temp_path ($request_body_file), even when it would fit in memory or is empty; on keeps the file after the request, clean deletes it when the request ends. The upload offload idiom: proxy_set_header X-File $request_body_file; proxy_pass_request_body off."},
+		{Name: "client_body_in_single_buffer", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ClientBodyInSingle }, bitClientBodyInSingle),
+			Syntax: "client_body_in_single_buffer on | off;", Default: "off",
+			Doc: "Accepted without effect: the part of a request body kept in memory (up to client_body_buffer_size, $request_body) is always one buffer here."},
 		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
 			Syntax: "client_header_timeout time;", Default: "60s",
 			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
@@ -160,6 +166,8 @@ type LocConf struct {
 
 	ClientBodyBufferSize int
 	ClientBodyTemp       *TempPath // never nil once the config is checked
+	ClientBodyInFileOnly uint8     // BodyInFileOff, BodyInFileOn, BodyInFileClean
+	ClientBodyInSingle   bool      // client_body_in_single_buffer (the memory part is one buffer always)
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
 	MergeSlashes         bool
@@ -229,6 +237,8 @@ const (
 	bitServerNameInRedirect
 	bitInternal
 	bitLimitExcept
+	bitClientBodyInFile
+	bitClientBodyInSingle
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -317,6 +327,8 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	}},
 	{Bit: bitClientBodyBuffer, Take: func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
 	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
+	{Bit: bitClientBodyInFile, Take: func(c, p *LocConf) { c.ClientBodyInFileOnly = p.ClientBodyInFileOnly }},
+	{Bit: bitClientBodyInSingle, Take: func(c, p *LocConf) { c.ClientBodyInSingle = p.ClientBodyInSingle }},
 	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
 	{Bit: bitMergeSlashes, Take: func(c, p *LocConf) { c.MergeSlashes = p.MergeSlashes }},
@@ -609,6 +621,22 @@ func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
 	lc := locConf(c)
 	lc.ClientBodyTemp = p
 	lc.set |= bitClientBodyTemp
+	return nil
+}
+
+func setClientBodyInFileOnly(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	switch s.Args[0].Value {
+	case "off":
+		lc.ClientBodyInFileOnly = BodyInFileOff
+	case "on":
+		lc.ClientBodyInFileOnly = BodyInFileOn
+	case "clean":
+		lc.ClientBodyInFileOnly = BodyInFileClean
+	default:
+		return s.InvalidValue(s.Args[0], `it must be "on", "clean" or "off"`)
+	}
+	lc.set |= bitClientBodyInFile
 	return nil
 }
 

@@ -200,4 +200,5 @@ func (c *conn) logRequest() {
 	for _, h := range r.snap.logHandlers {
 		h(r)
 	}
+	c.endBodyFile() // client_body_in_file_only clean: when the request ends
 }
