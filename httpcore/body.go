@@ -79,7 +79,7 @@ func (r *Request) ReadBody(p Pending, mode BodyMode) {
 		c.conn.Write(continue100)
 	}
 	r.buffering, r.countOnly = mode != StreamBody, mode == CountBody
-	r.inFileOnly = 0
+	r.inFileOnly, r.bodyDropped = 0, false
 	if r.buffering {
 		r.inFileOnly = c.lcf.ClientBodyInFileOnly
 	}
@@ -214,10 +214,21 @@ func (c *conn) bufferChunk(data []byte) bool {
 	if c.inFileOnly != BodyInFileOff {
 		return len(data) == 0 || c.spill(data) // every byte to the file, none in memory
 	}
-	if c.countOnly {
-		return true // counted (bodyTotal), not kept
-	}
 	limit := c.lcf.ClientBodyBufferSize
+	if c.countOnly {
+		// Counted (bodyTotal); kept only while it fits in memory, for
+		// $request_body (nginx reads it all the same, to a file beyond).
+		if c.bodyDropped || c.bodyBuf != nil && len(c.bodyBuf)+len(data) > limit || len(data) > limit {
+			c.bodyDropped = true
+			c.putBodyBuf()
+			return true
+		}
+		if c.bodyBuf == nil {
+			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
+		}
+		c.bodyBuf = append(c.bodyBuf, data...)
+		return true
+	}
 	for len(data) > 0 {
 		if c.bodyBuf == nil {
 			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
@@ -325,7 +336,7 @@ func (c *conn) endBodyFile() {
 // $request_body): nil once it went to a file, before it was read, or when the
 // content handler took it (TakeBody).
 func (r *Request) requestBodyInMemory() []byte {
-	if r.spool.open || r.countOnly || r.buffering || r.body != BodyLength {
+	if r.spool.open || r.bodyDropped || r.buffering || r.body != BodyLength {
 		return nil
 	}
 	return r.bodyBuf

@@ -59,6 +59,8 @@ server { listen ` + a[0] + `;
 	location /pass { client_body_in_file_only clean; ` + pass + ` }
 	location /levels { client_body_temp_path ` + dir + `/lv 1 2; client_body_in_file_only on; ` + pass + ` }
 	location /mem { ` + pass + ` }
+	location /stream { proxy_request_buffering off; client_body_in_file_only clean; proxy_set_header X-File $request_body_file; proxy_set_header X-Id $http_x_id; ` + pass + ` }
+	location /count { proxy_pass_request_body off; proxy_set_header Content-Length ""; ` + hdrs + pass + ` }
 	location /single { client_body_in_single_buffer on; ` + pass + ` }
 	location /nested { client_body_in_file_only clean;
 		location /nested/off { client_body_in_file_only off; ` + pass + ` } }
@@ -72,7 +74,7 @@ server { listen ` + a[0] + `;
 		{"big", fmt.Sprintf("Content-Length: %d\r\n", len(big)), big},
 		{"chunked", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"},
 	}
-	paths := []string{"/on", "/clean", "/pass", "/levels", "/mem", "/single", "/nested/off"}
+	paths := []string{"/on", "/clean", "/pass", "/levels", "/mem", "/single", "/nested/off", "/stream", "/count"}
 	differential(t, 1, conf, func(name string, addrs []string) map[string]string {
 		out := map[string]string{}
 		for _, p := range paths {

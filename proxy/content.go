@@ -61,7 +61,11 @@ func (ex *exchange) begin() {
 	ex.resp.HeadRequest = r.IsHEAD()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
-	bufferAll := kind != httpcore.BodyNone && lc.RequestBuffering && lc.PassRequestBody || r.BodyInFileOnly()
+	// nginx reads the body whole unless it streams it (proxy_request_buffering
+	// off, the body passed on); a body not passed on too, for $request_body and
+	// client_body_in_file_only.
+	readWhole := lc.RequestBuffering || !lc.PassRequestBody
+	bufferAll := readWhole && (kind != httpcore.BodyNone || r.BodyInFileOnly())
 	if bufferAll || ex.chunkedBody && (lc.HTTPMinor == 0 || !lc.PassRequestBody) {
 		// proxy_request_buffering on, and always for a chunked body to an HTTP/1.0
 		// server, which takes none: read the whole body first, in memory up to
