@@ -39,11 +39,12 @@ server { listen ` + a[0] + `; root ` + root + `;
 	location /file.txt { limit_except GET { deny all; } }
 	location /toname { try_files /nothing @named; }
 	location @named { limit_except GET { deny all; } ` + pass + ` }
+	location /uri/ { limit_except GET { allow 10.0.0.0/8; deny all; } proxy_pass http://` + b.Addr + `/up/; }
 	location /if { limit_except GET { deny all; } if ($arg_x) { ` + pass + ` } ` + pass + ` }
 }`
 	}
 	paths := []string{"/get", "/head", "/getpost", "/outer", "/auth", "/nested", "/nested/in", "/nested/own",
-		"/proxied", "/inherits", "/file.txt", "/toname", "/if?x=1", "/if"}
+		"/proxied", "/inherits", "/file.txt", "/toname", "/if?x=1", "/if", "/uri/a?b=c"}
 	methods := []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PROPFIND", "TRACE", "FOO"}
 	froms := []string{"", "X-Real-IP: 10.0.0.1\r\n", "X-Real-IP: 10.0.0.2\r\n", basicAuth("plain", "pw-plain")}
 	differential(t, 1, conf, func(name string, addrs []string) map[string]string {
