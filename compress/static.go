@@ -126,7 +126,7 @@ func setStatic(e Encoding, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
 func staticDirective(e Encoding) conf.Directive {
 	name := [numEncodings]string{"gzip_static", "brotli_static", "zstd_static"}[e]
 	doc := [numEncodings]string{
-		"Serves FILE.gz beside the file a GET or HEAD maps to, with Content-Encoding: gzip, the original's Content-Type and the .gz file's length, Last-Modified and ETag, ranges allowed, with sendfile. on: for a client gzip is allowed for (Accept-Encoding, gzip_http_version, gzip_proxied, gzip_disable), and then with gzip_vary, Vary: Accept-Encoding whatever is sent; always: for every client (gunzip decompresses for those that do not accept it).",
+		"Serves FILE.gz beside the file a GET or HEAD maps to, with Content-Encoding: gzip, the original's Content-Type and the .gz file's length, Last-Modified and ETag, with sendfile; no ranges (a Range gets the whole file, as in nginx). on: for a client gzip is allowed for (Accept-Encoding, gzip_http_version, gzip_proxied, gzip_disable), and then with gzip_vary, Vary: Accept-Encoding whatever is sent; always: for every client (gunzip decompresses for those that do not accept it).",
 		"Serves FILE.br beside the file as gzip_static serves FILE.gz, with Content-Encoding: br, as ngx_brotli: on checks only that Accept-Encoding names br (its q-value is not read). Tried before zstd_static and gzip_static.",
 		"Serves FILE.zst beside the file as brotli_static serves FILE.br, with Content-Encoding: zstd. Tried before gzip_static.",
 	}[e]

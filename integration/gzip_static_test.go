@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +33,7 @@ server {
     location /proxied/ { gzip_static on; gzip_proxied any; gzip_http_version 1.0; }
     location /expires/ { gzip_static on; expires 1h; charset utf-8; charset_types text/css; }
     location /err/ { gzip_static on; error_page 404 /on/a.css; }
+    location /nosendfile/ { gzip_static on; sendfile off; }
     location /otf/ { gzip on; gzip_types text/plain; gzip_min_length 1; gzip_vary on; }
     location /otfstatic/ { gzip on; gzip_static on; gzip_types text/plain text/css; gzip_min_length 1; }
 }
@@ -48,9 +51,21 @@ func gzipStaticTree(t *testing.T) (root string, gz []byte) {
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	zw.Write(css)
 	zw.Close()
-	gz = buf.Bytes()
+	gz = bytes.Clone(buf.Bytes())
 	mtime := time.Date(2024, 3, 9, 16, 5, 7, 0, time.UTC)
-	for _, d := range []string{"on", "always", "vary", "gunzip", "proxied", "expires", "err", "otf", "otfstatic"} {
+	// A .gz far larger than a socket buffer: sent with sendfile (or read in
+	// pieces with sendfile off), a partial send resumed.
+	noise := make([]byte, 3<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	buf.Reset()
+	zw, _ = gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw.Write(noise)
+	zw.Close()
+	bigGz := bytes.Clone(buf.Bytes())
+	for _, d := range []string{"on", "always", "vary", "gunzip", "proxied", "expires", "err", "otf", "otfstatic", "nosendfile"} {
 		files := map[string][]byte{
 			"a.css":           css,
 			"a.css.gz":        gz,
@@ -63,6 +78,8 @@ func gzipStaticTree(t *testing.T) (root string, gz []byte) {
 			"empty.txt.gz":    nil,
 			"sub/deep.css":    css,
 			"sub/deep.css.gz": gz,
+			"big.js":          []byte("plain"),
+			"big.js.gz":       bigGz,
 		}
 		for name, data := range files {
 			p := filepath.Join(root, d, name)
@@ -154,7 +171,7 @@ func askGz(t *testing.T, addr string, c gzCase, otf bool) string {
 		}
 		out.WriteString("(gunzipped) ")
 	}
-	fmt.Fprintf(&out, "body %d %q", len(body), bytes.ToValidUTF8(body[:min(len(body), 40)], []byte("?")))
+	fmt.Fprintf(&out, "body %d %x %q", len(body), sha256.Sum256(body), bytes.ToValidUTF8(body[:min(len(body), 40)], []byte("?")))
 	return out.String()
 }
 
@@ -176,7 +193,7 @@ func TestGzipStaticLikeNginx(t *testing.T) {
 	lm := "Sat, 09 Mar 2024 16:05:07 GMT"
 	gzETag := fmt.Sprintf(`"%x-%x"`, time.Date(2024, 3, 9, 16, 5, 7, 0, time.UTC).Unix(), len(gz))
 	var cases []gzCase
-	for _, d := range []string{"on", "always", "vary", "gunzip", "proxied", "expires", "err", "otfstatic"} {
+	for _, d := range []string{"on", "always", "vary", "gunzip", "proxied", "expires", "err", "otfstatic", "nosendfile"} {
 		p := "/" + d + "/"
 		cases = append(cases,
 			gzCase{"GET", p + "a.css", []string{"Accept-Encoding: gzip"}, ""},
@@ -203,6 +220,7 @@ func TestGzipStaticLikeNginx(t *testing.T) {
 			gzCase{"GET", p + "sub", []string{"Accept-Encoding: gzip"}, ""},
 			gzCase{"GET", p + "sub/deep.css", []string{"Accept-Encoding: gzip"}, ""},
 			gzCase{"GET", p + "missing.css", []string{"Accept-Encoding: gzip"}, ""},
+			gzCase{"GET", p + "big.js", []string{"Accept-Encoding: gzip"}, ""},
 		)
 	}
 	// On-the-fly gzip: a Range is not honoured on a response gzip compresses (nginx's
