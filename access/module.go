@@ -43,10 +43,10 @@ const hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "allow", Contexts: hsl, Args: conf.Args1, Multi: true, Set: setRule(false),
+		{Name: "allow", Contexts: hsl | conf.LmtCtx, Args: conf.Args1, Multi: true, Set: setRule(false),
 			Syntax: "allow address | CIDR | unix: | all;",
 			Doc:    "Lets clients from the address or network in; the rules of a level are checked in order and the first that matches decides. A level with any allow or deny replaces all inherited ones."},
-		{Name: "deny", Contexts: hsl, Args: conf.Args1, Multi: true, Set: setRule(true),
+		{Name: "deny", Contexts: hsl | conf.LmtCtx, Args: conf.Args1, Multi: true, Set: setRule(true),
 			Syntax: "deny address | CIDR | unix: | all;",
 			Doc:    "Answers 403 to clients from the address or network, when no rule before it matched."},
 	}

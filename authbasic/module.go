@@ -24,10 +24,10 @@ const hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "auth_basic", Contexts: hsl, Args: conf.Args1, Set: setRealm,
+		{Name: "auth_basic", Contexts: hsl | conf.LmtCtx, Args: conf.Args1, Set: setRealm,
 			Syntax: "auth_basic string | off;", Default: "off",
 			Doc: "Asks for a user name and password (HTTP Basic authentication) checked against auth_basic_user_file; string is the realm of the WWW-Authenticate challenge. Variables allowed (a realm that comes out \"off\" turns the check off)."},
-		{Name: "auth_basic_user_file", Contexts: hsl, Args: conf.Args1, Set: setUserFile,
+		{Name: "auth_basic_user_file", Contexts: hsl | conf.LmtCtx, Args: conf.Args1, Set: setUserFile,
 			Syntax: "auth_basic_user_file file;",
 			Doc:    "The htpasswd file (user:password[:comment] lines) auth_basic checks against, relative to the configuration's folder; variables allowed (at most 1024 files a configuration). It is read at reload (or first use), and again when a check (at most once a second, off the event loops) finds it changed."},
 	}

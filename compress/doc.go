@@ -23,4 +23,13 @@
 // connection holds none. gunzip's inflater is a coroutine (iter.Pull) on the
 // loop's thread: the gzip reader pulls its input, and yields when it has used all
 // that was given, instead of blocking.
+//
+// gzip_static, brotli_static and zstd_static (static.go) are a content handler
+// before static's: the file the URI maps to plus .gz (.br, .zst), found through
+// static's lookups and sent through its filters and sendfile
+// (static.ServePrecompressed). As nginx's, it allows no ranges; gzip_static on sets
+// the request's Vary flag (reqCtx.gzipVary) once the file is found, whatever is
+// sent. The module also tells static (static.SetEncodes) which responses the
+// header filter will encode, so that static's range filter leaves them whole, as
+// nginx's gzip filter clears allow_ranges before its range filter runs.
 package compress

@@ -39,7 +39,14 @@ type reqCtx struct {
 	inflate    *inflater
 	in, out    int64 // body bytes in and out, for $gzip_ratio
 	finished   bool  // the compressed body ended
-	failed     bool  // the body cannot be encoded or decoded: what follows is dropped
+	// gzipVary: the response varies with Accept-Encoding whatever is sent
+	// (nginx's r->gzip_vary, kept for the request): gzip_static (brotli_static,
+	// zstd_static) on found the file, or the checks looked at the 200 that the
+	// range filter made a 206.
+	gzipVary bool
+	// staticOK, staticOn: the precompressed handler's check, for staticAccept.
+	staticOK, staticOn bool
+	failed             bool // the body cannot be encoded or decoded: what follows is dropped
 
 	r    *httpcore.Request
 	next httpcore.BodyFilter
@@ -59,12 +66,19 @@ func ctxOf(r *httpcore.Request) *reqCtx {
 // initModule puts the filters and the log-phase release in the chains when some
 // level compresses or gunzips.
 func initModule(s *httpcore.Setup) error {
-	used := false
+	used, precompressed := false, false
 	httpcore.Walk(s.Config, self, func(c any) {
 		lc := c.(*LocConf)
 		used = used || lc.Gunzip || lc.Coders[Gzip].On || lc.Coders[Brotli].On || lc.Coders[Zstd].On
+		precompressed = precompressed || lc.Static != [numEncodings]StaticMode{}
 	})
-	if !used {
+	if precompressed {
+		// Before static's handler (registered after this module), as in nginx.
+		if err := s.AddHandler(httpcore.ContentPhase, staticHandler); err != nil {
+			return err
+		}
+	}
+	if !used && !precompressed {
 		return nil
 	}
 	nextHeader := s.HeaderFilter()
@@ -96,6 +110,7 @@ func initModule(s *httpcore.Setup) error {
 	return s.AddHandler(httpcore.LogPhase, func(r *httpcore.Request) httpcore.Status {
 		if ctx, _ := r.Ctx(key).(*reqCtx); ctx != nil {
 			ctx.release()
+			ctx.gzipVary = false // the context is the next request's too
 		}
 		return httpcore.OK
 	})
@@ -106,29 +121,68 @@ func initModule(s *httpcore.Setup) error {
 func headerFilter(r *httpcore.Request) {
 	ctx := ctxOf(r)
 	ctx.release()
-	*ctx = reqCtx{loop: ctx.loop}
+	*ctx = reqCtx{loop: ctx.loop, gzipVary: ctx.gzipVary}
 	lc, _ := r.LocConf(self).(*LocConf)
-	if lc == nil || !lc.Gunzip && !lc.Coders[Gzip].On && !lc.Coders[Brotli].On && !lc.Coders[Zstd].On {
+	if lc == nil {
 		return
 	}
 	h := r.Header()
+	m, best, vary := choose(r, lc, h)
+	if vary || ctx.gzipVary {
+		// One Vary, as nginx's flag r->gzip_vary (gzip_static on sets it too).
+		addVary(h, lc)
+	}
+	switch m {
+	case gunzipping:
+		h.Del("Content-Encoding")
+		clearForCoding(h)
+		ctx.mode, ctx.headerOnly = gunzipping, r.IsHEAD()
+	case encoding:
+		h.Add(contentEncodingName, codingValues[best])
+		clearForCoding(h)
+		c := &lc.Coders[best]
+		ctx.mode, ctx.enc, ctx.level = encoding, best, c.Level
+		ctx.limit = lc.BufNum * lc.BufSize
+		ctx.headerOnly = r.IsHEAD()
+	}
+}
+
+// encodes reports whether the header filter will encode the head in r.Header()
+// on the fly (static's range filter then leaves the response whole).
+func encodes(r *httpcore.Request) bool {
+	lc, _ := r.LocConf(self).(*LocConf)
+	if lc == nil {
+		return false
+	}
+	m, _, vary := choose(r, lc, r.Header())
+	if vary {
+		// The 200 the checks looked at varies, and so does the 206 it becomes.
+		ctxOf(r).gzipVary = true
+	}
+	return m == encoding
+}
+
+// choose is the header filters' decision for the head h: pass it through, gunzip
+// it or encode it with best; vary: the checks looked at it (gzip_vary's Vary).
+func choose(r *httpcore.Request, lc *LocConf, h *httpcore.Header) (m mode, best Encoding, vary bool) {
+	if !lc.Gunzip && !lc.Coders[Gzip].On && !lc.Coders[Brotli].On && !lc.Coders[Zstd].On {
+		return passThrough, 0, false
+	}
 	ae, hasAE := r.Head().Headers.Get("Accept-Encoding")
 	if ce, ok := h.Get("Content-Encoding"); ok && len(ce) > 0 {
 		// Already encoded: gunzip's, when it is gzip and gzip is not for this client.
 		if lc.Gunzip && len(ce) == 4 && http1.EqualFold(ce, "gzip") {
-			if !(hasAE && gzipAccepted(ae) && allowed(r, lc)) {
-				h.Del("Content-Encoding")
-				clearForCoding(h)
-				ctx.mode, ctx.headerOnly = gunzipping, r.IsHEAD()
+			if !(hasAE && gzipAccepted(ae) && allowed(r, lc, true)) {
+				return gunzipping, 0, true
 			}
-			addVary(h, lc)
+			return passThrough, 0, true
 		}
-		return
+		return passThrough, 0, false
 	}
 	if st := h.Status; st != 200 && st != 403 && st != 404 {
-		return
+		return passThrough, 0, false
 	}
-	best, bestQ, eligible := Encoding(0), -1, false
+	bestQ, eligible := -1, false
 	for _, e := range preference {
 		c := &lc.Coders[e]
 		if !c.On || (h.ContentLength >= 0 && h.ContentLength < c.MinLength) {
@@ -155,18 +209,12 @@ func headerFilter(r *httpcore.Request) {
 		}
 	}
 	if !eligible {
-		return
+		return passThrough, 0, false
 	}
-	addVary(h, lc)
-	if bestQ < 0 || !allowed(r, lc) {
-		return
+	if bestQ < 0 || !allowed(r, lc, true) {
+		return passThrough, 0, true
 	}
-	h.Add(contentEncodingName, codingValues[best])
-	clearForCoding(h)
-	c := &lc.Coders[best]
-	ctx.mode, ctx.enc, ctx.level = encoding, best, c.Level
-	ctx.limit = lc.BufNum * lc.BufSize
-	ctx.headerOnly = r.IsHEAD()
+	return encoding, best, true
 }
 
 // preference orders the encodings from the least preferred: at equal q-values the

@@ -95,7 +95,9 @@ type LocConf struct {
 	// BufNum*BufSize at most.
 	BufNum, BufSize int
 	Gunzip          bool
-	set             uint64
+	// Static is gzip_static, brotli_static and zstd_static.
+	Static [numEncodings]StaticMode
+	set    uint64
 }
 
 const (
@@ -117,7 +119,12 @@ const (
 	bitDisable
 	bitBuffers
 	bitGunzip
+	bitGzipStatic
+	bitBrotliStatic
+	bitZstdStatic
 )
+
+var staticBits = [numEncodings]uint64{bitGzipStatic, bitBrotliStatic, bitZstdStatic}
 
 // coderBits are each encoding's bits: on, level, min length, types.
 var coderBits = [numEncodings][4]uint64{
@@ -162,6 +169,7 @@ var inheritedFields = func() []conf.Inherited[LocConf] {
 			conf.Inherited[LocConf]{Bit: b[1], Take: func(c, p *LocConf) { c.Coders[e].Level = p.Coders[e].Level }},
 			conf.Inherited[LocConf]{Bit: b[2], Take: func(c, p *LocConf) { c.Coders[e].MinLength = p.Coders[e].MinLength }},
 			conf.Inherited[LocConf]{Bit: b[3], Take: func(c, p *LocConf) { c.Coders[e].Types = p.Coders[e].Types }},
+			conf.Inherited[LocConf]{Bit: staticBits[e], Take: func(c, p *LocConf) { c.Static[e] = p.Static[e] }},
 		)
 	}
 	return f
@@ -192,6 +200,7 @@ func directives() []conf.Directive {
 	}
 	for e := range numEncodings {
 		d = append(d, coderDirectives(e)...)
+		d = append(d, staticDirective(e))
 	}
 	return d
 }

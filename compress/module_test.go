@@ -60,3 +60,16 @@ func TestInheritance(t *testing.T) {
 		t.Errorf("/b: %+v", b)
 	}
 }
+
+// TestTokenAccepted is ngx_brotli's Accept-Encoding test, which brotli_static and
+// zstd_static on use: the token alone, its q-value not read.
+func TestTokenAccepted(t *testing.T) {
+	for ae, want := range map[string]bool{
+		"br": true, "br,gzip": true, "gzip, br": true, "gzip,br;q=0": true, "BR": true, " br ": true,
+		"": false, "b": false, "brotli": false, "xbr": false, "gzip, xbr, br": false, "gzip;br": false,
+	} {
+		if got := tokenAccepted([]byte(ae), "br"); got != want {
+			t.Errorf("%q: %v, want %v", ae, got, want)
+		}
+	}
+}

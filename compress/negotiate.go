@@ -232,7 +232,9 @@ func parseQ(v []byte) int {
 // allowed is the rest of nginx's ngx_http_gzip_ok once Accept-Encoding accepts the
 // coding: msie6, gzip_http_version, gzip_proxied for a request with Via, and
 // gzip_disable.
-func allowed(r *httpcore.Request, lc *LocConf) bool {
+// withHead false: before the response exists (gzip_static), as nginx's checks
+// then find none of its fields.
+func allowed(r *httpcore.Request, lc *LocConf, withHead bool) bool {
 	req := r.Head()
 	ua, hasUA := req.Headers.Get("User-Agent")
 	if hasUA && lc.DisableMSIE6 && isMSIE6(ua) {
@@ -241,8 +243,10 @@ func allowed(r *httpcore.Request, lc *LocConf) bool {
 	if req.ProtoMinor() < lc.HTTPMinor {
 		return false
 	}
-	if _, via := req.Headers.Get("Via"); via && !proxiedAllows(r, lc.Proxied) {
-		return false
+	if _, via := req.Headers.Get("Via"); via {
+		if withHead && !proxiedAllows(r, lc.Proxied) || !withHead && lc.Proxied&ProxiedOff != 0 {
+			return false
+		}
 	}
 	if hasUA {
 		for _, re := range lc.Disable {

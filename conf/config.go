@@ -146,6 +146,10 @@ const (
 	// nginx's: never searched for, entered when its condition holds; it inherits
 	// from the enclosing location (its Parent) as a nested location does.
 	LocIf
+	// LocLimitExcept is the implicit location of a "limit_except" block, as
+	// nginx's: never searched for, entered for the methods it limits; it inherits
+	// from the enclosing location (its Parent) as a nested location does.
+	LocLimitExcept
 )
 
 // Location is one location block.
@@ -171,12 +175,17 @@ func (s *Server) Conf(m *Module) any { return s.confs[m] }
 // Conf returns module m's config for this location, merged with its parents'.
 func (l *Location) Conf(m *Module) any { return l.confs[m] }
 
-// Owner is the location an if block's implicit location stands in, itself for any
-// other (nil for nil): the one whose path and kind a module reads, as nginx gives
-// the if's location its enclosing location's name.
+// Owner is the location an if or limit_except block's implicit location stands
+// in, itself for any other (nil for nil): the one whose path and kind a module
+// reads, as nginx gives the block's location its enclosing location's name.
 func (l *Location) Owner() *Location {
-	for l != nil && l.Kind == LocIf {
+	for l.Implicit() {
 		l = l.Parent
 	}
 	return l
+}
+
+// Implicit reports the implicit location of an if or limit_except block.
+func (l *Location) Implicit() bool {
+	return l != nil && (l.Kind == LocIf || l.Kind == LocLimitExcept)
 }

@@ -357,6 +357,22 @@ func (c *Cursor) ParseIf(s *Stmt) (*Location, any, error) {
 	return loc, child.confs[c.module], nil
 }
 
+// ParseLimitExcept parses the { } of a "limit_except" directive standing in the
+// location at c, as nginx's ngx_http_core_limit_except: the block is an implicit
+// location (LocLimitExcept) nested in it, parsed in LmtCtx.
+func (c *Cursor) ParseLimitExcept(s *Stmt) (*Location, error) {
+	child := *c
+	child.Block, child.seen = nil, map[string]bool{}
+	child.confs = newHTTPConfs(c.p.reg)
+	loc := &Location{Kind: LocLimitExcept, Path: c.Location.Path, Regex: c.Location.Regex, Parent: c.Location, Pos: s.Pos, confs: child.confs}
+	c.Location.Locations = append(c.Location.Locations, loc)
+	child.Location, child.Ctx = loc, LmtCtx
+	if err := c.p.parseBlock(&child, true); err != nil {
+		return nil, err
+	}
+	return loc, nil
+}
+
 // checkNesting applies nginx's rules for a location inside another.
 func checkNesting(parent, loc *Location) error {
 	if parent == nil {

@@ -17,8 +17,9 @@ const (
 	UpstreamCtx                     // http { upstream NAME { } }
 	SrvIfCtx                        // if ( ) { } in a server, nginx's NGX_HTTP_SIF_CONF
 	LocIfCtx                        // if ( ) { } in a location, nginx's NGX_HTTP_LIF_CONF
+	LmtCtx                          // limit_except METHOD ... { } in a location, nginx's NGX_HTTP_LMT_CONF
 
-	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx | SrvIfCtx | LocIfCtx
+	AnyCtx = MainCtx | EventsCtx | HTTPCtx | ServerCtx | LocationCtx | UpstreamCtx | SrvIfCtx | LocIfCtx | LmtCtx
 )
 
 var contextNames = []struct {
@@ -27,6 +28,7 @@ var contextNames = []struct {
 }{
 	{MainCtx, "main"}, {EventsCtx, "events"}, {HTTPCtx, "http"}, {ServerCtx, "server"},
 	{LocationCtx, "location"}, {UpstreamCtx, "upstream"}, {SrvIfCtx, "if in server"}, {LocIfCtx, "if in location"},
+	{LmtCtx, "limit_except"},
 }
 
 func (c Context) String() string {

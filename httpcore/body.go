@@ -1,6 +1,13 @@
 package httpcore
 
-import "github.com/numaproxy/numaproxy/httpcore/http1"
+import (
+	"context"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/errorlog"
+	"github.com/numaproxy/numaproxy/httpcore/http1"
+)
 
 // BodyMode is how ReadBody reads a request body.
 type BodyMode uint8
@@ -57,6 +64,13 @@ func (r *Request) ReadBody(p Pending, mode BodyMode) {
 	c := r.c
 	r.pending = p
 	if r.body == BodyNone {
+		if r.req.ContentLength() == 0 && !r.internalGET && c.sub == nil && c.lcf.ClientBodyInFileOnly != BodyInFileOff {
+			// Content-Length: 0 still gets its (empty) file, as nginx's.
+			r.countOnly, r.inFileOnly = mode == CountBody, c.lcf.ClientBodyInFileOnly
+			if !c.spill(nil) {
+				return
+			}
+		}
 		c.state = csWait
 		p.BodyEnd()
 		return
@@ -65,6 +79,10 @@ func (r *Request) ReadBody(p Pending, mode BodyMode) {
 		c.conn.Write(continue100)
 	}
 	r.buffering, r.countOnly = mode != StreamBody, mode == CountBody
+	r.inFileOnly, r.bodyDropped = 0, false
+	if r.buffering {
+		r.inFileOnly = c.lcf.ClientBodyInFileOnly
+	}
 	c.state = csBody
 	c.bodyFate = bodyTaken
 	// Chunk extensions and trailers are not passed on, but they are read: bound them
@@ -76,10 +94,19 @@ func (r *Request) ReadBody(p Pending, mode BodyMode) {
 	c.takeBody(pending)
 }
 
+// BodyInFileOnly reports client_body_in_file_only on or clean for the request's
+// location: a body read whole goes to a named file (read it whole, BufferBody or
+// CountBody, to honour it).
+func (r *Request) BodyInFileOnly() bool { return r.c.lcf.ClientBodyInFileOnly != BodyInFileOff }
+
 // TakeBody hands over a body read whole (BufferBody): the part in memory, a pool
 // buffer the caller puts back to the loop's pool, and the part in a temporary file,
-// which the caller closes. Either may be empty.
+// which the caller closes. Either may be empty; both are after CountBody (a body
+// client_body_in_file_only wrote stays with the request).
 func (r *Request) TakeBody() ([]byte, BodyFile) {
+	if r.countOnly {
+		return nil, BodyFile{}
+	}
 	b, f := r.bodyBuf, r.spool
 	r.bodyBuf, r.spool = nil, BodyFile{}
 	return b, f
@@ -186,10 +213,24 @@ func (c *conn) bodyDone() {
 // client_body_buffer_size, in a temp file beyond. It reports false when it failed and
 // answered the client.
 func (c *conn) bufferChunk(data []byte) bool {
-	if c.countOnly {
-		return true // counted (bodyTotal), not kept
+	if c.inFileOnly != BodyInFileOff {
+		return len(data) == 0 || c.spill(data) // every byte to the file, none in memory
 	}
 	limit := c.lcf.ClientBodyBufferSize
+	if c.countOnly {
+		// Counted (bodyTotal); kept only while it fits in memory, for
+		// $request_body (nginx reads it all the same, to a file beyond).
+		if c.bodyDropped || c.bodyBuf != nil && len(c.bodyBuf)+len(data) > limit || len(data) > limit {
+			c.bodyDropped = true
+			c.putBodyBuf()
+			return true
+		}
+		if c.bodyBuf == nil {
+			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
+		}
+		c.bodyBuf = append(c.bodyBuf, data...)
+		return true
+	}
 	for len(data) > 0 {
 		if c.bodyBuf == nil {
 			c.bodyBuf = c.conn.Loop().Pool().Get(limit)[:0]
@@ -214,14 +255,25 @@ func (c *conn) bufferChunk(data []byte) bool {
 // it failed and answered the client (500, as nginx).
 func (c *conn) spill(p []byte) bool {
 	if !c.spool.open {
-		dir := c.lcf.ClientBodyTemp.Dir
-		f, err := openBodyFile(dir)
+		tp := c.lcf.ClientBodyTemp
+		var f BodyFile
+		var err error
+		if c.inFileOnly != BodyInFileOff {
+			f, c.bodyFileName, err = openNamedBodyFile(tp, c.bodyFileName[:0])
+		} else {
+			f, err = openBodyFile(tp.Dir)
+		}
 		if err != nil {
 			c.w.log.Error(err.Error(), "client", c.RemoteAddr().String())
 			return c.bodyFailed()
 		}
 		c.spool = f
-		c.w.log.Warn("a client request body is buffered to a temporary file", "path", dir, "client", c.RemoteAddr().String())
+		if c.inFileOnly != BodyInFileOff {
+			// nginx logs its persistent body files at notice level.
+			c.w.log.Log(context.Background(), errorlog.LevelNotice, "a client request body is buffered to a temporary file "+string(c.bodyFileName), "client", c.RemoteAddr().String())
+		} else {
+			c.w.log.Warn("a client request body is buffered to a temporary file", "path", tp.Dir, "client", c.RemoteAddr().String())
+		}
 	}
 	if err := c.spool.write(p); err != nil {
 		c.w.log.Error(err.Error(), "path", c.lcf.ClientBodyTemp.Dir, "client", c.RemoteAddr().String())
@@ -242,6 +294,9 @@ func (c *conn) bodyFailed() bool {
 func (c *conn) bufferedDone() {
 	c.buffering = false
 	c.body = BodyLength
+	if c.inFileOnly != BodyInFileOff && !c.spool.open && !c.spill(nil) {
+		return // a body of no bytes still gets its file, as nginx's
+	}
 	if c.spool.open {
 		if len(c.bodyBuf) > 0 && !c.spill(c.bodyBuf) {
 			return
@@ -262,6 +317,31 @@ func (c *conn) releaseBodyBuf() {
 	}
 	c.putBodyBuf()
 	c.spool.Close()
+	c.endBodyFile()
+}
+
+// endBodyFile forgets the request's named body file, unlinked first under
+// client_body_in_file_only clean (on keeps it for whoever reads it).
+func (c *conn) endBodyFile() {
+	if len(c.bodyFileName) == 0 {
+		return
+	}
+	if c.inFileOnly == BodyInFileClean {
+		if err := unix.Unlink(string(c.bodyFileName)); err != nil && err != unix.ENOENT {
+			c.w.log.Error("unlink() \""+string(c.bodyFileName)+"\" failed: "+err.Error(), "client", c.RemoteAddr().String())
+		}
+	}
+	c.bodyFileName = c.bodyFileName[:0]
+}
+
+// requestBodyInMemory is the body read whole when all of it is in memory (nginx's
+// $request_body): nil once it went to a file, before it was read, or when the
+// content handler took it (TakeBody).
+func (r *Request) requestBodyInMemory() []byte {
+	if r.spool.open || r.bodyDropped || r.buffering || r.body != BodyLength {
+		return nil
+	}
+	return r.bodyBuf
 }
 
 func (c *conn) putBodyBuf() {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,4 +119,68 @@ func (f *BodyFile) Close() {
 		unix.Close(f.fd)
 		*f = BodyFile{}
 	}
+}
+
+// With client_body_in_file_only on or clean, a body read whole always goes to a
+// file that keeps its name, as nginx's persistent temp files, so that a process on
+// the same machine can open it by $request_body_file (the upload offload idiom:
+// proxy_set_header X-File $request_body_file; proxy_pass_request_body off). The
+// name is nginx's: ten digits, under the temp path's levels (directories made as
+// needed, as nginx's ngx_create_full_path). "clean" unlinks it when the request
+// ends, "on" leaves it.
+
+// Body file modes: client_body_in_file_only's values.
+const (
+	BodyInFileOff uint8 = iota
+	BodyInFileOn
+	BodyInFileClean
+)
+
+// bodyFileSerial numbers the named body files; it starts from the clock so that a
+// restarted process does not walk the names the last one left.
+var bodyFileSerial atomic.Uint32
+
+func init() { bodyFileSerial.Store(uint32(time.Now().UnixNano()) % 1e9) }
+
+// openNamedBodyFile creates a body file with a name in tp, appending the name to
+// name.
+func openNamedBodyFile(tp *TempPath, name []byte) (BodyFile, []byte, error) {
+	start := len(name)
+	n := bodyFileSerial.Add(1)
+	for tries := 0; ; tries++ {
+		name = appendBodyFileName(name[:start], tp, n)
+		path := string(name[start:])
+		fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.ENOENT) && len(tp.Levels) > 0 && tries < 100 {
+			if merr := os.MkdirAll(path[:strings.LastIndexByte(path, '/')], 0o700); merr != nil {
+				return BodyFile{}, name[:start], fmt.Errorf("mkdir() %q failed: %w", path, merr)
+			}
+			continue // the same name, now that its folders are there
+		}
+		if errors.Is(err, unix.EEXIST) && tries < 100 {
+			n = bodyFileSerial.Add(1)
+			continue
+		}
+		if err != nil {
+			return BodyFile{}, name[:start], fmt.Errorf("open() %q failed: %w", path, err)
+		}
+		return BodyFile{fd: fd, open: true}, name, nil
+	}
+}
+
+// appendBodyFileName appends tp's directory, the levels and the ten-digit name of
+// n: levels 1 2 put 0000012345 in DIR/5/34/ (ngx_create_hashed_filename).
+func appendBodyFileName(dst []byte, tp *TempPath, n uint32) []byte {
+	var digits [10]byte
+	for i := len(digits) - 1; i >= 0; i-- {
+		digits[i] = byte('0' + n%10)
+		n /= 10
+	}
+	dst = append(dst, tp.Dir...)
+	end := len(digits)
+	for _, l := range tp.Levels {
+		dst = append(append(dst, '/'), digits[end-l:end]...)
+		end -= l
+	}
+	return append(append(dst, '/'), digits[:]...)
 }

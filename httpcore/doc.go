@@ -35,7 +35,9 @@
 // again from the server rewrite phase (a named location from its rewrite phase), at
 // most 10 times a request with the post-rewrite searches. An if block of a location
 // is a location of its own (conf.LocIf) that Request.EnterIf makes the request's;
-// when it has no content handler it takes its enclosing location's.
+// when it has no content handler it takes its enclosing location's. A
+// limit_except block is one too (conf.LocLimitExcept, limitexcept.go): it becomes
+// the request's when its location is chosen and the method is one it limits.
 //
 // # Access
 //

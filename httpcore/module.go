@@ -41,7 +41,13 @@ func directives() []conf.Directive {
 			Doc: "Memory for a request body read whole before it goes upstream (a chunked body for proxy_http_version 1.0); beyond it the body goes to a temporary file. Two memory pages by default."},
 		{Name: "client_body_temp_path", Contexts: hsl, Args: conf.Args1 | conf.Args2 | conf.Args3 | conf.Args4, Set: setClientBodyTempPath,
 			Syntax: "client_body_temp_path path [level1 [level2 [level3]]];", Default: "client_body_temp",
-			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created, so the levels are accepted but make no subdirectories."},
+			Doc: "Directory of the temporary files of request bodies, created at start if missing. The files are unlinked as soon as they are created (they have no name, so the levels make no subdirectories), except under client_body_in_file_only, whose files are named as nginx's, in the levels' subdirectories."},
+		{Name: "client_body_in_file_only", Contexts: hsl, Args: conf.Args1, Set: setClientBodyInFileOnly,
+			Syntax: "client_body_in_file_only on | clean | off;", Default: "off",
+			Doc: "A request body read whole (proxy_request_buffering on, or proxy_pass_request_body off) is always written to a named file in client_body_temp_path ($request_body_file), even when it would fit in memory or is empty; on keeps the file after the request, clean deletes it when the request ends. The upload offload idiom: proxy_set_header X-File $request_body_file; proxy_pass_request_body off."},
+		{Name: "client_body_in_single_buffer", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.ClientBodyInSingle }, bitClientBodyInSingle),
+			Syntax: "client_body_in_single_buffer on | off;", Default: "off",
+			Doc: "Accepted without effect: the part of a request body kept in memory (up to client_body_buffer_size, $request_body) is always one buffer here."},
 		{Name: "client_header_timeout", Contexts: hs, Args: conf.Args1, Set: setDuration(func(c *LocConf) *time.Duration { return &c.ClientHeaderTimeout }, bitClientHeaderTimeout),
 			Syntax: "client_header_timeout time;", Default: "60s",
 			Doc: "Longest time to receive a whole request head, counted from the accept or from its first byte (not restarted by each read); then the connection is closed without a response."},
@@ -93,6 +99,9 @@ func directives() []conf.Directive {
 		{Name: "ignore_invalid_headers", Contexts: hs, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.IgnoreInvalidHeaders }, bitIgnoreInvalid),
 			Syntax: "ignore_invalid_headers on | off;", Default: "on",
 			Doc: "Drops request header fields whose names hold anything but letters, digits and hyphens (and underscores with underscores_in_headers on); they are neither passed upstream nor seen by $http_ variables. Names that are not HTTP tokens are 400 either way. As in nginx, fields before Host follow the address's default server, the rest the server Host selects."},
+		{Name: "limit_except", Contexts: conf.LocationCtx, Args: conf.Args1More, Block: true, Set: setLimitExcept,
+			Syntax: "limit_except method ... { ... }",
+			Doc:    "The block's allow, deny, auth_basic, auth_basic_user_file and proxy_pass apply to requests whose method is not listed (GET implies HEAD; methods: GET HEAD POST PUT DELETE MKCOL COPY MOVE OPTIONS PROPFIND PROPPATCH LOCK UNLOCK PATCH). The block is an implicit location, inheriting the rest from its location; nested locations do not inherit it (as nginx)."},
 		{Name: "internal", Contexts: conf.LocationCtx, Args: conf.Args0, Set: setInternal,
 			Syntax: "internal;",
 			Doc:    "The location (and those nested in it) serves only internal requests (index, try_files, error_page and X-Accel-Redirect redirects, subrequests such as auth_request's); a client asking for it gets 404."},
@@ -157,6 +166,8 @@ type LocConf struct {
 
 	ClientBodyBufferSize int
 	ClientBodyTemp       *TempPath // never nil once the config is checked
+	ClientBodyInFileOnly uint8     // BodyInFileOff, BodyInFileOn, BodyInFileClean
+	ClientBodyInSingle   bool      // client_body_in_single_buffer (the memory part is one buffer always)
 	IgnoreInvalidHeaders bool
 	UnderscoresInHeaders bool
 	MergeSlashes         bool
@@ -181,6 +192,11 @@ type LocConf struct {
 	// internal: only internal requests may use the location (inherited, as
 	// nginx merges it).
 	internal bool
+
+	// limitExcept is the methods a limit_except block limits (methodBits), and
+	// limitLoc its location; not inherited (nginx's merge leaves them).
+	limitExcept uint16
+	limitLoc    *conf.Location
 
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).
@@ -220,6 +236,9 @@ const (
 	bitPortInRedirect
 	bitServerNameInRedirect
 	bitInternal
+	bitLimitExcept
+	bitClientBodyInFile
+	bitClientBodyInSingle
 )
 
 // KeepaliveBrowse is keepalive_disable's set of browsers.
@@ -308,6 +327,8 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	}},
 	{Bit: bitClientBodyBuffer, Take: func(c, p *LocConf) { c.ClientBodyBufferSize = p.ClientBodyBufferSize }},
 	{Bit: bitClientBodyTemp, Take: func(c, p *LocConf) { c.ClientBodyTemp = p.ClientBodyTemp }},
+	{Bit: bitClientBodyInFile, Take: func(c, p *LocConf) { c.ClientBodyInFileOnly = p.ClientBodyInFileOnly }},
+	{Bit: bitClientBodyInSingle, Take: func(c, p *LocConf) { c.ClientBodyInSingle = p.ClientBodyInSingle }},
 	{Bit: bitIgnoreInvalid, Take: func(c, p *LocConf) { c.IgnoreInvalidHeaders = p.IgnoreInvalidHeaders }},
 	{Bit: bitUnderscores, Take: func(c, p *LocConf) { c.UnderscoresInHeaders = p.UnderscoresInHeaders }},
 	{Bit: bitMergeSlashes, Take: func(c, p *LocConf) { c.MergeSlashes = p.MergeSlashes }},
@@ -603,6 +624,22 @@ func setClientBodyTempPath(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+func setClientBodyInFileOnly(c *conf.Cursor, s *conf.Stmt) error {
+	lc := locConf(c)
+	switch s.Args[0].Value {
+	case "off":
+		lc.ClientBodyInFileOnly = BodyInFileOff
+	case "on":
+		lc.ClientBodyInFileOnly = BodyInFileOn
+	case "clean":
+		lc.ClientBodyInFileOnly = BodyInFileClean
+	default:
+		return s.InvalidValue(s.Args[0], `it must be "on", "clean" or "off"`)
+	}
+	lc.set |= bitClientBodyInFile
+	return nil
+}
+
 // checkTempPath checks a temporary path of a module numaproxy does not have.
 func checkTempPath(c *conf.Cursor, s *conf.Stmt) error {
 	_, err := ParseTempPath(c, s)
@@ -669,7 +706,7 @@ func inheritIfHandlers(servers []*conf.Server, self *conf.Module) {
 	var walk func(locs []*conf.Location)
 	walk = func(locs []*conf.Location) {
 		for _, loc := range locs {
-			if lc := loc.Conf(self).(*LocConf); loc.Kind == conf.LocIf && lc.handler == nil {
+			if lc := loc.Conf(self).(*LocConf); loc.Implicit() && lc.handler == nil {
 				p := loc.Parent.Conf(self).(*LocConf)
 				lc.handler, lc.autoRedirect = p.handler, p.autoRedirect
 			}

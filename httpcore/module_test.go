@@ -100,3 +100,36 @@ func TestLingeringDirectives(t *testing.T) {
 		t.Errorf("bad lingering_close: %v", err)
 	}
 }
+
+// TestLimitExceptConf: the methods limited (GET brings HEAD, names in any case),
+// the block's implicit location, and nginx's refusals.
+func TestLimitExceptConf(t *testing.T) {
+	cfg := mustConf(t, "http { server { location /a { limit_except get PUT { } location /a/in { } } } }")
+	a := cfg.HTTP.Servers[0].Locations[0]
+	l := lc(a)
+	if l.limitLoc == nil || l.limitLoc.Kind != conf.LocLimitExcept || l.limitLoc.Parent != a || l.limitLoc.Owner() != a {
+		t.Fatalf("limit_except location %+v", l.limitLoc)
+	}
+	for m, limited := range map[string]bool{"GET": false, "HEAD": false, "PUT": false, "POST": true, "DELETE": true, "TRACE": true, "get": true} {
+		if got := l.limitExcept&methodBit([]byte(m)) != 0; got != limited {
+			t.Errorf("%s limited: %v, want %v", m, got, limited)
+		}
+	}
+	if in := lc(a.Locations[1]); in.limitLoc != nil {
+		t.Errorf("a nested location inherited limit_except")
+	}
+	if head := lc(mustConf(t, "http { server { location / { limit_except HEAD { } } } }").HTTP.Servers[0].Locations[0]); head.limitExcept&methodBit([]byte("GET")) == 0 {
+		t.Errorf("HEAD alone lets GET through")
+	}
+	for src, want := range map[string]string{
+		"http { server { location / {\nlimit_except TRACE { }\n} } }":                        `invalid method "TRACE"`,
+		"http { server { location / { limit_except GET { }\nlimit_except POST { } } } }":     `"limit_except" directive is duplicate`,
+		"http { server {\nlimit_except GET { }\n} }":                                         `"limit_except" directive is not allowed here`,
+		"http { server { location / { limit_except GET {\nclient_max_body_size 1m;\n} } } }": `"client_max_body_size" directive is not allowed here`,
+	} {
+		_, err := loadConf(t, src)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ":2") {
+			t.Errorf("%q: %v, want %s at line 2", src, err, want)
+		}
+	}
+}

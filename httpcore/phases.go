@@ -169,6 +169,7 @@ func (c *conn) findConfig() bool {
 				c.respondStatus(404) // an internal location, asked for by a client
 				return false
 			}
+			c.limitExcept()
 		}
 	}
 	return !c.refuseBodyLength()
@@ -199,4 +200,5 @@ func (c *conn) logRequest() {
 	for _, h := range r.snap.logHandlers {
 		h(r)
 	}
+	c.endBodyFile() // client_body_in_file_only clean: when the request ends
 }

@@ -70,6 +70,9 @@ type Request struct {
 	countOnly     bool     // a body read whole is counted, not kept
 	bodyBuf       []byte   // pooled: the buffered body, or its part not yet in spool
 	spool         BodyFile // the buffered body beyond client_body_buffer_size
+	inFileOnly    uint8    // client_body_in_file_only of the location that read the body
+	bodyDropped   bool     // CountBody: the body outgrew memory and was not kept
+	bodyFileName  []byte   // the named body file's path ($request_body_file); empty: none
 	bodyLen       http1.LengthBody
 	chunks        http1.ChunkedDecoder
 	bodyTotal     int64 // body bytes received, against client_max_body_size

@@ -220,6 +220,7 @@ func (c *conn) internalRedirect(target string) {
 		}
 		// nginx goes on with the named location's rewrite phase.
 		c.loc, c.prefix, c.lcf = loc, "", LocationConf(loc)
+		c.limitExcept()
 		c.phase = c.snap.rewriteIndex
 		c.Request.RunPhases()
 		return
@@ -375,6 +376,7 @@ func (r *Request) SetRewritten(on bool) { r.rewritten = on }
 // or the enclosing location's when it has none.
 func (r *Request) EnterIf(loc *conf.Location) {
 	r.loc, r.c.lcf = loc, LocationConf(loc)
+	r.c.limitExcept()
 }
 
 // Rerun serves the request again from the $uri SetURI set, as nginx's

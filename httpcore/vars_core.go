@@ -99,6 +99,12 @@ var coreVariables = []Variable{
 		}
 		return dst
 	}},
+	// nginx's: the body read whole when all of it is in memory (proxy_pass with
+	// proxy_request_buffering on, before it goes upstream).
+	{Name: "request_body", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.requestBodyInMemory()...) }},
+	// The named file of client_body_in_file_only (nginx also names the unlinked
+	// file of a body that outgrew client_body_buffer_size; here that has no name).
+	{Name: "request_body_file", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.bodyFileName...) }},
 	{Name: "content_length", Get: func(dst []byte, r *Request, _ string) []byte {
 		return append(dst, r.headerValue("content-length")...)
 	}},

@@ -68,13 +68,18 @@ func (ex *exchange) begin() {
 	ex.resp.HeadRequest = r.IsHEAD()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
-	bufferAll := kind != httpcore.BodyNone && lc.RequestBuffering && lc.PassRequestBody
+	// nginx reads the body whole unless it streams it (proxy_request_buffering
+	// off, the body passed on); a body not passed on too, for $request_body and
+	// client_body_in_file_only.
+	readWhole := lc.RequestBuffering || !lc.PassRequestBody
+	bufferAll := readWhole && (kind != httpcore.BodyNone || r.BodyInFileOnly())
 	if bufferAll || ex.chunkedBody && (lc.HTTPMinor == 0 || !lc.PassRequestBody) {
 		// proxy_request_buffering on, and always for a chunked body to an HTTP/1.0
 		// server, which takes none: read the whole body first, in memory up to
 		// client_body_buffer_size and in a temp file beyond, then send it with its
 		// length. A body not passed on is read whole to count it: nginx sends its
-		// length all the same.
+		// length all the same. client_body_in_file_only: read whole into its file
+		// (a Content-Length: 0 gets an empty one) before the head names it.
 		ex.buffered = true
 		mode := httpcore.BufferBody
 		if !lc.PassRequestBody {

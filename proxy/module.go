@@ -43,7 +43,7 @@ const (
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "proxy_pass", Contexts: conf.LocationCtx | conf.LocIfCtx, Args: conf.Args1, Set: setProxyPass,
+		{Name: "proxy_pass", Contexts: conf.LocationCtx | conf.LocIfCtx | conf.LmtCtx, Args: conf.Args1, Set: setProxyPass,
 			Syntax: "proxy_pass http://upstream[:port][/uri] | http://unix:/path[:/uri];",
 			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it. With variables the URL is made for each request: a host that names an upstream block (no port) uses it, an IP address is used as is, another name is looked up with the location's resolver (none: 502); a URI part, if any, is then the whole URI sent."},
 		{Name: "proxy_set_header", Contexts: hsl, Args: conf.Args2, Multi: true, Set: setProxySetHeader,
@@ -516,6 +516,8 @@ func setProxyPass(c *conf.Cursor, s *conf.Stmt) error {
 			return s.Errorf("\"proxy_pass\" cannot have URI part in named location")
 		case conf.LocIf:
 			return s.Errorf("\"proxy_pass\" cannot have URI part inside \"if\" statement")
+		case conf.LocLimitExcept:
+			return s.Errorf("\"proxy_pass\" cannot have URI part inside \"limit_except\" block")
 		}
 	}
 	if err := httpcore.SetContentHandler(c, s, lc.content, true); err != nil {

@@ -119,12 +119,16 @@ type loopState struct {
 	// sending: the module's own response head is in the filter chain, already
 	// through expires and charset.
 	sending bool
+	// cur is the request being filtered, for encodesFn (st.encodes, bound once).
+	cur       *httpcore.Request
+	encodesFn func(*Response) bool
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
 	st := &loopState{w: w, h: NewHandler(), buf: make([]byte, 0, 256)}
 	st.resp.Reset()
 	st.scratch.Reset()
+	st.encodesFn = st.encodes
 	return st
 }
 
@@ -196,6 +200,7 @@ func (st *loopState) fill(r *httpcore.Request, rs *reqState) *Request {
 		req.AddURIToAlias = rs.addURIToAlias
 	}
 	req.Vars = &st.vars
+	req.Encodes = st.encodesFn
 	return req
 }
 
@@ -344,6 +349,11 @@ func contentHandler(r *httpcore.Request) httpcore.Status {
 		r.Rerun()
 		return httpcore.Done
 	}
+	return st.answer(r, lc, req, resp)
+}
+
+// answer runs the filters over a Send response of a content handler and sends it.
+func (st *loopState) answer(r *httpcore.Request, lc *LocConf, req *Request, resp *Response) httpcore.Status {
 	if !resp.ErrorPage && (!conditionals(req, r.Head()) || !r.DiscardRequestBody()) {
 		return 400
 	}
@@ -357,7 +367,9 @@ func contentHandler(r *httpcore.Request) httpcore.Status {
 		// no 304, no ranges, no Last-Modified, as nginx's ngx_http_send_header.
 		resp.Status = st
 	}
+	st.cur = r
 	st.h.Filter(req, lc, resp)
+	st.cur = nil
 	logEntry(r, resp)
 	if resp.ErrorPage {
 		return specialResponse(r, resp)
@@ -367,15 +379,74 @@ func contentHandler(r *httpcore.Request) httpcore.Status {
 	return httpcore.Done
 }
 
+// ServePrecompressed is the content handler of nginx's gzip_static (and
+// ngx_brotli's brotli_static) over the module's files, for the module that reads
+// Accept-Encoding (compress): the file the URI maps to with suffix (".gz") added,
+// sent with Content-Encoding coding and the original's Content-Type, through the
+// same filters (304, expires, charset, ranges) and with sendfile. accept is asked
+// once the file is found (gzip_static on sets gzip_vary there, as nginx); Declined
+// when the file is missing or a folder, when accept says no, or for a method
+// other than GET and HEAD.
+func ServePrecompressed(r *httpcore.Request, suffix string, coding []byte, accept func(*httpcore.Request) bool) httpcore.Status {
+	lc := confFor(r)
+	if lc == nil {
+		return httpcore.Declined
+	}
+	rs, _ := r.Ctx(key).(*reqState)
+	st := stateOf(r)
+	req := st.fill(r, rs)
+	resp := &st.resp
+	defer resp.Reset()
+	if !st.h.OpenPrecompressed(req, lc, resp, suffix) {
+		logEntry(r, resp)
+		if resp.Action == Declined {
+			return httpcore.Declined
+		}
+		return httpcore.Status(resp.Status)
+	}
+	if !accept(r) {
+		return httpcore.Declined
+	}
+	st.h.SendPrecompressed(req, lc, resp, suffix, coding)
+	switch {
+	case resp.Action == Declined:
+		return httpcore.Declined
+	case resp.ErrorPage:
+		logEntry(r, resp)
+		return httpcore.Status(resp.Status)
+	}
+	return st.answer(r, lc, req, resp)
+}
+
+// encodesOnTheFly is SetEncodes' function.
+var encodesOnTheFly func(*httpcore.Request) bool
+
+// SetEncodes gives the module the check of a module whose filter encodes
+// responses on the fly (compress): given the response head in r.Header(), will it
+// encode it? The range filter then leaves such a response whole, as nginx's gzip
+// filter clears allow_ranges before its range filter runs. Call it from init.
+func SetEncodes(f func(*httpcore.Request) bool) { encodesOnTheFly = f }
+
+// encodes is Request.Encodes for the request being filtered: the head as it will
+// be sent, asked of SetEncodes' check.
+func (st *loopState) encodes(resp *Response) bool {
+	if encodesOnTheFly == nil || st.cur == nil {
+		return false
+	}
+	buildHeader(st.cur, resp)
+	return encodesOnTheFly(st.cur)
+}
+
 var (
-	contentTypeName  = []byte("Content-Type")
-	lastModifiedName = []byte("Last-Modified")
-	etagName         = []byte("ETag")
-	contentRangeName = []byte("Content-Range")
-	acceptRangesName = []byte("Accept-Ranges")
-	expiresName      = []byte("Expires")
-	cacheControlName = []byte("Cache-Control")
-	bytesValue       = []byte("bytes")
+	contentTypeName     = []byte("Content-Type")
+	lastModifiedName    = []byte("Last-Modified")
+	etagName            = []byte("ETag")
+	contentRangeName    = []byte("Content-Range")
+	acceptRangesName    = []byte("Accept-Ranges")
+	contentEncodingName = []byte("Content-Encoding")
+	expiresName         = []byte("Expires")
+	cacheControlName    = []byte("Cache-Control")
+	bytesValue          = []byte("bytes")
 )
 
 // specialResponse answers with the core's page for the status (or the location's
@@ -403,35 +474,7 @@ func specialResponse(r *httpcore.Request, resp *Response) httpcore.Status {
 // sendResponse sends a 200, 206 or 304 the filters shaped: the head, then the
 // body's parts, files with sendfile (or read into pool buffers with sendfile off).
 func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Response) {
-	h := r.NewHeader()
-	h.Status = resp.Status
-	h.ContentLength = resp.ContentLength
-	if len(resp.ContentType) > 0 {
-		b := h.Buf()
-		from := len(b)
-		h.AddBuilt(contentTypeName, resp.AppendContentType(b), from)
-	}
-	if resp.LastModified >= 0 {
-		b := h.Buf()
-		from := len(b)
-		h.AddBuilt(lastModifiedName, AppendHTTPTime(b, resp.LastModified), from)
-	}
-	add := func(name, v []byte) {
-		if v != nil {
-			h.Add(name, v)
-		}
-	}
-	add(etagName, resp.ETag)
-	if resp.Expires != nil {
-		r.Uncarry("Expires")
-		r.Uncarry("Cache-Control")
-	}
-	add(expiresName, resp.Expires)
-	add(cacheControlName, resp.CacheControl)
-	add(contentRangeName, resp.ContentRange)
-	if resp.AcceptRanges {
-		h.Add(acceptRangesName, bytesValue)
-	}
+	buildHeader(r, resp)
 	st.sending = true
 	r.SendHeader()
 	st.sending = false
@@ -473,6 +516,40 @@ func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Respon
 		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_CORK, 0)
 	}
 	r.Finish()
+}
+
+// buildHeader makes the response head of resp.
+func buildHeader(r *httpcore.Request, resp *Response) {
+	h := r.NewHeader()
+	h.Status = resp.Status
+	h.ContentLength = resp.ContentLength
+	if len(resp.ContentType) > 0 {
+		b := h.Buf()
+		from := len(b)
+		h.AddBuilt(contentTypeName, resp.AppendContentType(b), from)
+	}
+	if resp.LastModified >= 0 {
+		b := h.Buf()
+		from := len(b)
+		h.AddBuilt(lastModifiedName, AppendHTTPTime(b, resp.LastModified), from)
+	}
+	add := func(name, v []byte) {
+		if v != nil {
+			h.Add(name, v)
+		}
+	}
+	add(etagName, resp.ETag)
+	if resp.Expires != nil {
+		r.Uncarry("Expires")
+		r.Uncarry("Cache-Control")
+	}
+	add(expiresName, resp.Expires)
+	add(cacheControlName, resp.CacheControl)
+	add(contentRangeName, resp.ContentRange)
+	add(contentEncodingName, resp.ContentEncoding)
+	if resp.AcceptRanges {
+		h.Add(acceptRangesName, bytesValue)
+	}
 }
 
 // smallFile is the most sendfile off reads at once rather than queueing the file;

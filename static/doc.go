@@ -33,6 +33,12 @@
 //   - header filter (only with expires or charset somewhere): ExpiresFilter and the
 //     charset rules over every other response, proxied ones and the core's pages.
 //
+// Precompressed files (compress's gzip_static) go through the same path:
+// ServePrecompressed opens the URI's file with a suffix (Handler.OpenPrecompressed,
+// SendPrecompressed) and answers with the filters and sendResponse, adding
+// Response.ContentEncoding. Request.Encodes (compress, through SetEncodes) tells
+// the range filter that a response will be encoded on the fly: it then stays whole.
+//
 // Variables (root or alias with them, index, try_files, disable_symlinks from=) come
 // from the core's registry through Vars, checked where they are written; the module
 // adds $document_root, $realpath_root and $request_filename to the registry.

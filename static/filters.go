@@ -27,13 +27,15 @@ func (h *Handler) Filter(req *Request, lc *LocConf, r *Response) {
 		case 304:
 			r.Status = 304
 			r.ContentType, r.Charset, r.ContentLength, r.AcceptRanges = nil, nil, -1, false
+			r.ContentEncoding = nil // nginx's not modified filter drops it too
 			r.Body = r.Body[:0]
 		}
 	}
 	if !r.ErrorPage {
 		ExpiresFilter(lc, r, req.Now)
 		h.CharsetFilter(lc, r)
-		if r.Status == 200 && r.allowRanges && lc.MaxRanges != 0 {
+		if r.Status == 200 && r.allowRanges && lc.MaxRanges != 0 &&
+			!(req.Range != nil && req.Encodes != nil && req.Encodes(r)) {
 			h.RangeFilter(req, lc, r)
 		}
 	}
@@ -47,7 +49,7 @@ func (h *Handler) Filter(req *Request, lc *LocConf, r *Response) {
 // Accept-Ranges, Last-Modified or ETag, then expires and charset again.
 func (h *Handler) specialResponse(lc *LocConf, r *Response, now int64) {
 	r.ContentType, r.ContentLength = textHTML, -1
-	r.AcceptRanges, r.LastModified, r.ETag = false, -1, nil
+	r.AcceptRanges, r.LastModified, r.ETag, r.ContentEncoding = false, -1, nil, nil
 	r.Body = r.Body[:0]
 	ExpiresFilter(lc, r, now)
 	h.CharsetFilter(lc, r)
@@ -59,7 +61,7 @@ var textHTML = []byte("text/html")
 func (r *Response) cleanHeader() {
 	r.ContentType, r.Charset, r.ContentLength, r.LastModified = nil, nil, -1, -1
 	r.ETag, r.Location, r.ContentRange, r.AcceptRanges = nil, nil, nil, false
-	r.Expires, r.CacheControl, r.allowRanges = nil, nil, false
+	r.Expires, r.CacheControl, r.allowRanges, r.ContentEncoding = nil, nil, false, nil
 	r.Body = r.Body[:0]
 }
 

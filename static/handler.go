@@ -455,3 +455,78 @@ func (h *Handler) tryFallback(r *Response, name []byte) {
 	}
 	r.URI, r.Args = r.appendBuf(name), nil
 }
+
+// OpenPrecompressed is the first half of nginx's gzip_static handler (and
+// ngx_brotli's brotli_static): it opens the file the URI maps to with suffix
+// (".gz") added. It reports whether the file was found, and then r.File holds it;
+// otherwise r.Action is Declined (static serves the URI), or Send with the error
+// (a 500 as nginx), and r.Log what nginx logs for an unreadable file.
+func (h *Handler) OpenPrecompressed(req *Request, lc *LocConf, r *Response, suffix string) bool {
+	r.Reset()
+	r.Action = Declined
+	m := methodOf(req.Method)
+	uri := req.URI
+	if m != methodGet && m != methodHead || len(uri) == 0 || uri[len(uri)-1] == '/' {
+		return false
+	}
+	path, ok := h.mapPath(req, lc, r)
+	if !ok {
+		// static maps the same URI and answers the same error, logged once.
+		r.Reset()
+		r.Action = Declined
+		return false
+	}
+	path = append(path, suffix...)
+	h.path = path[:0]
+	o := openOptions(req, lc, path, h.symlinksFrom(req, lc), false)
+	f := &r.File
+	h.Files.Open(f, path, lc.OpenFileCache, &o)
+	if f.OK {
+		return true
+	}
+	switch f.Errno {
+	case 0:
+		r.fail(500)
+	case unix.ENOENT, unix.ENOTDIR, unix.ENAMETOOLONG:
+	case unix.EACCES, unix.EMLINK, unix.ELOOP:
+		r.logFailed(slog.LevelError, &f.FileInfo, r.appendBuf(path))
+	default:
+		r.logFailed(errorlog.LevelCrit, &f.FileInfo, r.appendBuf(path))
+	}
+	return false
+}
+
+// SendPrecompressed is the second half, once the client's Accept-Encoding took
+// the file OpenPrecompressed found: a folder is Declined; otherwise r is the 200
+// with the original's Content-Type, the file's length, Last-Modified and ETag,
+// Content-Encoding coding, no ranges. Filter then shapes it as static's own.
+func (h *Handler) SendPrecompressed(req *Request, lc *LocConf, r *Response, suffix string, coding []byte) {
+	f := &r.File
+	if f.IsDir {
+		f.Close()
+		r.Action = Declined
+		return
+	}
+	if !f.IsFile {
+		f.Close()
+		r.fail(404)
+		path, _, err := MapURI(h.path[:0], lc, req.URI, req.Vars, req.AddURIToAlias)
+		if err == nil {
+			h.path = path[:0]
+			r.Log = LogEntry{Level: errorlog.LevelCrit, Kind: LogNotRegular, Path: r.appendBuf(path, []byte(suffix)...)}
+		}
+		return
+	}
+	r.Action, r.Status = Send, 200
+	r.ContentLength, r.LastModified = f.Size, f.Mtime
+	if lc.ETag {
+		start := len(r.buf)
+		r.buf = AppendETag(r.buf, f.Mtime, f.Size)
+		r.ETag = r.buf[start:len(r.buf):len(r.buf)]
+	}
+	r.ContentType = h.contentType(lc, req.URI)
+	r.ContentEncoding = coding // and no ranges: nginx's gzip_static leaves allow_ranges off
+	if f.Size > 0 {
+		r.Body = append(r.Body[:0], Part{Off: 0, Len: f.Size})
+	}
+}

@@ -30,6 +30,12 @@ type Request struct {
 	Vars Vars  // expands templates (root with variables, index, try_files); may be nil
 	Now  int64 // seconds since 1970, the loop's clock
 
+	// Encodes, when set, reports whether a filter after the module will encode the
+	// response on the fly (compress): the range filter then leaves it whole, as
+	// nginx's gzip filter clears allow_ranges before its range filter runs. Called
+	// only for a 200 with a Range header.
+	Encodes func(*Response) bool
+
 	// Redirect makes a Location that starts with "/" absolute, as nginx's header
 	// filter does when absolute_redirect is on; nil leaves it as it is.
 	Redirect *RedirectBase
@@ -83,6 +89,8 @@ type Response struct {
 	AcceptRanges  bool
 	Expires       []byte
 	CacheControl  []byte
+	// ContentEncoding is a precompressed file's coding (gzip_static's "gzip").
+	ContentEncoding []byte
 
 	URI, Args     []byte // for Redirect, Named and Continue
 	AddURIToAlias bool   // Continue in a regex location with alias

@@ -39,7 +39,7 @@ func buildLocations(locs []*conf.Location) *Locations {
 			l.regex = append(l.regex, &regexLoc{loc, buildLocations(loc.Locations)})
 		case conf.LocNamed:
 			l.named[loc.Path] = loc
-		} // an if's implicit location (LocIf) is entered by its condition, never searched
+		} // an if's or limit_except's implicit location is entered by its condition, never searched
 
 	}
 	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].loc.Path) > len(l.prefix[j].loc.Path) })
