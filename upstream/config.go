@@ -23,8 +23,8 @@ var Module = &conf.Module{
 			Syntax: "upstream name { ... }",
 			Doc:    "A group of servers that proxy_pass can name."},
 		{Name: "server", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Multi: true, Set: setServer,
-			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down] [resolve];",
-			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop. resolve (with zone in the group, nginx 1.27.3+): the name is looked up at run time with the group's resolver and again when its answer expires (TTL or valid=, plus a second); servers come and go with its addresses without a reload, requests in flight keep theirs, idle keep-alive connections to a removed address are closed. A name that does not resolve leaves the group without those servers (502 until it does); another failure keeps the last addresses and asks again after resolver_timeout. Each loop asks and keeps these servers' failure state for itself."},
+			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down] [resolve] [slow_start=time];",
+			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop. resolve (with zone in the group, nginx 1.27.3+): the name is looked up at run time with the group's resolver and again when its answer expires (TTL or valid=, plus a second); servers come and go with its addresses without a reload, requests in flight keep theirs, idle keep-alive connections to a removed address are closed. A name that does not resolve leaves the group without those servers (502 until it does); another failure keeps the last addresses and asks again after resolver_timeout. Each loop asks and keeps these servers' failure state for itself. slow_start (NGINX Plus): after the server recovers (its health check passes again, or a request succeeds after fail_timeout) its weight grows from 1 to its own over this time; round robin and least_conn's ties only, ignored for a lone server."},
 		{Name: "keepalive", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.Keepalive }, 1),
 			Syntax: "keepalive connections;",
 			Doc:    "Idle connections to the group's servers each loop keeps for reuse."},
@@ -190,6 +190,12 @@ func setServer(c *conf.Cursor, s *conf.Stmt) error {
 			tmpl.MaxFails = n
 		case hasVal && key == "max_conns":
 			tmpl.MaxConns = n
+		case hasVal && key == "slow_start":
+			d, err := conf.ParseTime(val)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			tmpl.SlowStart = d
 		case hasVal && key == "fail_timeout":
 			d, err := conf.ParseTime(val)
 			if err != nil {
@@ -380,11 +386,24 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		if len(backup) > 0 && g.Method != RoundRobin && g.Method != LeastConn {
 			return &conf.Error{Pos: backup[0].Pos, Msg: fmt.Sprintf("the \"backup\" parameter cannot be used with the %q balancing method", g.Method.String())}
 		}
+		for _, p := range append(g.all(), resolvePeers(g)...) {
+			if p.SlowStart > 0 && g.Method != RoundRobin && g.Method != LeastConn {
+				return &conf.Error{Pos: p.Pos, Msg: fmt.Sprintf("the \"slow_start\" parameter cannot be used with the %q balancing method", g.Method.String())}
+			}
+		}
 		if g.Method == HashConsistent && len(g.points) == 0 {
 			g.buildRing()
 		}
 	}
 	return nil
+}
+
+func resolvePeers(g *Group) []*Peer {
+	var ps []*Peer
+	for _, rs := range g.Resolve {
+		ps = append(ps, &Peer{PeerConfig: rs.PeerConfig})
+	}
+	return ps
 }
 
 // ForProxyPass returns the group a proxy_pass to hostport uses: a declared upstream

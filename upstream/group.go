@@ -137,6 +137,8 @@ type Peer struct {
 	fails    atomic.Int32
 	accessed atomic.Int64 // unix nanos of the last failure
 	checked  atomic.Int64 // unix nanos of the last failure, or of the pick that opened a window
+
+	health Health // active health checks' verdict, shared by every loop
 }
 
 // PeerConfig is what the server directive says about a peer.
@@ -146,6 +148,7 @@ type PeerConfig struct {
 	MaxFails    int           // 0: never marked failed
 	FailTimeout time.Duration // how long a failed peer rests, and the window failures count in
 	MaxConns    int           // per loop; 0: no limit
+	SlowStart   time.Duration // NGINX Plus's slow_start: the weight's ramp after a recovery
 	Down        bool
 	Backup      bool
 	Pos         conf.Pos
@@ -154,7 +157,7 @@ type PeerConfig struct {
 // Available reports whether the peer may be tried at now: not down, and not resting
 // after max_fails failures within fail_timeout.
 func (p *Peer) Available(now time.Time) bool {
-	if p.Down {
+	if p.Down || p.health.down.Load() {
 		return false
 	}
 	if p.MaxFails == 0 || int(p.fails.Load()) < p.MaxFails {
@@ -188,6 +191,9 @@ func (p *Peer) Failed(now time.Time) {
 func (p *Peer) Succeeded() {
 	if p.fails.Load() != 0 && p.accessed.Load() < p.checked.Load() {
 		p.fails.Store(0)
+		if p.SlowStart > 0 {
+			p.health.upSince.Store(time.Now().UnixNano())
+		}
 	}
 }
 
