@@ -94,6 +94,7 @@ func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	if sh == nil || !sh.claimed.CompareAndSwap(false, true) {
 		return
 	}
+	current.Store(sh)
 	r := &runner{sh: sh, loop: st.w.Loop(), log: st.w.Log(), bad: map[*upstream.Peer]int{}}
 	seed := uint64(time.Now().UnixNano()) | 1
 	for _, hc := range sh.checks {
@@ -430,4 +431,33 @@ func publish(k stateKey, up bool) {
 			return
 		}
 	}
+}
+
+// current is the snapshot whose checks a loop runs now, for States.
+var current atomic.Pointer[snapHealth]
+
+// PeerState is one server's health as the checks see it.
+type PeerState struct {
+	Group, Peer string
+	Healthy     bool
+}
+
+// States are the health states of the servers the current configuration's
+// health checks probe (for the metrics); safe from any goroutine.
+func States() []PeerState {
+	sh := current.Load()
+	if sh == nil {
+		return nil
+	}
+	var out []PeerState
+	seen := map[*upstream.Peer]bool{}
+	for _, hc := range sh.checks {
+		for _, p := range append(append([]*upstream.Peer(nil), hc.group.Peers...), hc.group.Backup...) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, PeerState{Group: hc.group.Name, Peer: p.String(), Healthy: p.Health().Healthy()})
+			}
+		}
+	}
+	return out
 }

@@ -231,7 +231,16 @@ func TestHealthCheckMatch(t *testing.T) {
 	in := startHTTP(t, fmt.Sprintf(`
 match good { status 200-299; status ! 204; header Content-Type = text/html; header X-Role ~ "^prim"; header ! X-Broken; body ~ "all ok"; body !~ "degraded"; }
 upstream be { zone be 64k; server %s; server %s; }
-server { listen %s; location / { proxy_pass http://be; health_check uri=/hc interval=100ms fails=2 passes=3 match=good; } }`, A.Addr, B.Addr, addr), addr)
+server { listen %s; location = /metrics { metrics; } location / { proxy_pass http://be; health_check uri=/hc interval=100ms fails=2 passes=3 match=good; } }`, A.Addr, B.Addr, addr), addr)
+	healthMetric := func() string {
+		_, body := get(t, &http.Client{}, "http://"+addr+"/metrics")
+		for _, l := range strings.Split(body, "\n") {
+			if strings.Contains(l, "upstream_peer_healthy") && strings.Contains(l, B.Addr) {
+				return l
+			}
+		}
+		return ""
+	}
 	c := &http.Client{}
 	count := func(n int) map[string]int {
 		m := map[string]int{}
@@ -250,10 +259,16 @@ server { listen %s; location / { proxy_pass http://be; health_check uri=/hc inte
 	if m := count(20); m["B"] != 0 {
 		t.Errorf("unhealthy B still served: %v", m)
 	}
+	if l := healthMetric(); !strings.HasSuffix(l, " 0") {
+		t.Errorf("metric of unhealthy B: %q", l)
+	}
 	bad.Store(false)
 	in.waitLog(`peer is healthy while checking status code, health check "good" of peer ` + B.Addr + ` in upstream "be"`)
 	if m := count(20); m["B"] == 0 {
 		t.Errorf("B did not come back: %v", m)
+	}
+	if l := healthMetric(); !strings.HasSuffix(l, " 1") {
+		t.Errorf("metric of healthy B: %q", l)
 	}
 }
 
@@ -384,5 +399,37 @@ server { listen %s; location / { proxy_pass http://be; health_check uri=/hc inte
 	t.Logf("B's share of requests, second by second after it came back (slow_start=4s): %.2f", shares)
 	if !(shares[0] < shares[2] && shares[2] < shares[4]) || shares[0] > 0.25 || shares[4] < 0.4 {
 		t.Errorf("B's share does not ramp up: %.2f", shares)
+	}
+}
+
+// TestHealthCheckOneProber: four loops send one probe per server and interval
+// between them, not four; after a reload the old configuration's probes stop.
+func TestHealthCheckOneProber(t *testing.T) {
+	var probes atomic.Int64
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hc" {
+			probes.Add(1)
+		}
+		io.WriteString(w, "ok")
+	})
+	addr := addrFor(t)
+	in := startMain(t, "worker_processes 4;\n", fmt.Sprintf(`upstream be { zone be 64k; server %s; }
+server { listen %s; location / { proxy_pass http://be; health_check uri=/hc interval=100ms; } }`, up.Addr, addr), addr)
+	measure := func() int64 {
+		probes.Store(0)
+		time.Sleep(2 * time.Second)
+		return probes.Load()
+	}
+	n := measure()
+	t.Logf("probes in 2s at interval=100ms with 4 loops: %d", n)
+	if n < 5 || n > 30 {
+		t.Errorf("probes in 2s: %d, want about 20", n)
+	}
+	in.signal("reload")
+	time.Sleep(500 * time.Millisecond)
+	n = measure()
+	t.Logf("after a reload: %d", n)
+	if n < 5 || n > 30 {
+		t.Errorf("probes in 2s after a reload: %d, want about 20", n)
 	}
 }
