@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"crypto/md5"
 	"fmt"
 	"io"
 	"net"
@@ -431,5 +432,106 @@ server { listen %s; location / { proxy_pass http://be; health_check uri=/hc inte
 	t.Logf("after a reload: %d", n)
 	if n < 5 || n > 30 {
 		t.Errorf("probes in 2s after a reload: %d, want about 20", n)
+	}
+}
+
+// TestStickyCookie: the first response names its server in the cookie (the MD5
+// of its address, or its route=), requests with it keep to that server, and
+// when it is down they go to another, which the response then names.
+func TestStickyCookie(t *testing.T) {
+	mk := func(name string) *backend {
+		return newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, name) })
+	}
+	A, B := mk("A"), mk("B")
+	addr := addrFor(t)
+	startHTTP(t, fmt.Sprintf(`upstream be { zone be 64k; server %s; server %s route=b1;
+  sticky cookie srv_id expires=1h domain=.example.com path=/ httponly samesite=lax secure; }
+server { listen %s; location / { proxy_pass http://be; proxy_next_upstream error; } }`, A.Addr, B.Addr, addr), addr)
+	c := &http.Client{}
+	md5A := fmt.Sprintf("%x", md5.Sum([]byte(A.Addr)))
+	route := map[string]string{"A": md5A, "B": "b1"}
+	resp, body := get(t, c, "http://"+addr+"/")
+	sc := resp.Header.Get("Set-Cookie")
+	t.Logf("first response from %s: Set-Cookie: %s", body, sc)
+	want := "srv_id=" + route[body] + "; expires="
+	if !strings.HasPrefix(sc, want) || !strings.HasSuffix(sc, "; max-age=3600; domain=.example.com; path=/; httponly; samesite=lax; secure") {
+		t.Fatalf("Set-Cookie %q, want %s...", sc, want)
+	}
+	for name, other := range map[string]string{"A": "B", "B": "A"} {
+		for i := 0; i < 6; i++ {
+			resp, got := get(t, c, "http://"+addr+"/", "Cookie", "x=1; srv_id="+route[name])
+			if got != name {
+				t.Fatalf("cookie for %s: served by %s", name, got)
+			}
+			if sc := resp.Header.Get("Set-Cookie"); sc != "" {
+				t.Errorf("a bound request got Set-Cookie %q", sc)
+			}
+		}
+		_ = other
+	}
+	// The cookie's server goes away: another answers and the cookie moves.
+	B.srv.Close()
+	for i := 0; i < 3; i++ {
+		resp, got := get(t, c, "http://"+addr+"/", "Cookie", "srv_id=b1")
+		if got != "A" || !strings.HasPrefix(resp.Header.Get("Set-Cookie"), "srv_id="+md5A+";") {
+			t.Errorf("sticky server down: served by %q, Set-Cookie %q", got, resp.Header.Get("Set-Cookie"))
+		}
+	}
+	// An unknown value is a client without a cookie.
+	if resp, got := get(t, c, "http://"+addr+"/", "Cookie", "srv_id=nonsense"); got != "A" || resp.Header.Get("Set-Cookie") == "" {
+		t.Errorf("unknown cookie: served by %q, Set-Cookie %q", got, resp.Header.Get("Set-Cookie"))
+	}
+}
+
+// TestStickyCookieHealthCheck: a bound client whose server fails its health
+// checks goes to another server without a single error, under steady load.
+func TestStickyCookieHealthCheck(t *testing.T) {
+	A, B := newFlakyBackend(t, "A"), newFlakyBackend(t, "B")
+	addr := addrFor(t)
+	startHTTP(t, fmt.Sprintf(`upstream be { zone be 64k; server %s; server %s route=b; sticky cookie srv; }
+server { listen %s; location / { proxy_pass http://be; health_check uri=/health interval=100ms; } }`, A.Addr, B.Addr, addr), addr)
+	time.Sleep(300 * time.Millisecond)
+	stop := make(chan struct{})
+	var errs, toA, toB atomic.Int64
+	go func() {
+		c := &http.Client{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
+			req.Header.Set("Cookie", "srv=b")
+			resp, err := c.Do(req)
+			if err != nil {
+				errs.Add(1)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode != 200:
+				errs.Add(1)
+			case string(b) == "A":
+				toA.Add(1)
+			default:
+				toB.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	time.Sleep(time.Second)
+	B.set(stDraining)
+	time.Sleep(500 * time.Millisecond)
+	B.set(stSick)
+	time.Sleep(time.Second)
+	bBefore := toB.Load()
+	B.set(stHealthy)
+	time.Sleep(time.Second)
+	close(stop)
+	t.Logf("bound to B: %d to B, %d to A while B was out, %d errors", toB.Load(), toA.Load(), errs.Load())
+	if errs.Load() != 0 || toA.Load() == 0 || toB.Load() == bBefore {
+		t.Errorf("bound client: errors %d, to A %d, B after recovery %d", errs.Load(), toA.Load(), toB.Load()-bBefore)
 	}
 }

@@ -41,6 +41,8 @@ type Group struct {
 	Method  Method
 	HashKey string // the hash directive's key, with $variables the proxy evaluates
 
+	Sticky *Sticky // sticky cookie; nil: none
+
 	Keepalive         int // idle connections each loop keeps per group; 0: none
 	KeepaliveTimeout  time.Duration
 	KeepaliveRequests int
@@ -139,6 +141,7 @@ type Peer struct {
 	checked  atomic.Int64 // unix nanos of the last failure, or of the pick that opened a window
 
 	health Health // active health checks' verdict, shared by every loop
+	route  string // what a sticky cookie calls it (Route)
 }
 
 // PeerConfig is what the server directive says about a peer.
@@ -149,6 +152,7 @@ type PeerConfig struct {
 	FailTimeout time.Duration // how long a failed peer rests, and the window failures count in
 	MaxConns    int           // per loop; 0: no limit
 	SlowStart   time.Duration // NGINX Plus's slow_start: the weight's ramp after a recovery
+	RouteParam  string        // NGINX Plus's route=: the server's name in a sticky cookie
 	Down        bool
 	Backup      bool
 	Pos         conf.Pos
