@@ -535,3 +535,35 @@ server { listen %s; location / { proxy_pass http://be; health_check uri=/health 
 		t.Errorf("bound client: errors %d, to A %d, B after recovery %d", errs.Load(), toA.Load(), toB.Load()-bBefore)
 	}
 }
+
+// TestHealthStickyConfigErrors: what numaproxy does not do is refused with the
+// file and line, and NGINX Plus's rules are checked.
+func TestHealthStickyConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ http, want string }{
+		{"upstream be { server 127.0.0.1:1; }\nserver { location / { proxy_pass http://be;\nhealth_check; } }",
+			`health check requires upstream "be" to be in shared memory in %s:7`},
+		{"server { location / {\nhealth_check; } }",
+			`"health_check" requires "proxy_pass" to an upstream group in the same location in %s:6`},
+		{"upstream be { zone be 64k; server 127.0.0.1:1; }\nserver { location / { proxy_pass http://be;\nhealth_check match=nope; } }",
+			`match "nope" not found in %s:7`},
+		{"upstream be { zone be 64k; server 127.0.0.1:1; }\nserver { location / { proxy_pass http://be;\nhealth_check type=grpc; } }",
+			`health_check parameter "type=grpc" is not supported by numaproxy in %s:7`},
+		{"match m {\nrequire $x; }",
+			`"require" in match is not supported by numaproxy in %s:6`},
+		{"match m {\nstatus 700; }",
+			`invalid value "700" in "status" directive in %s:6`},
+		{"upstream be { zone be 64k; server 127.0.0.1:1;\nsticky route $a $b; }",
+			`"sticky route" is not supported by numaproxy (only "sticky cookie") in %s:6`},
+		{"upstream be { zone be 64k; server 127.0.0.1:1;\nsticky learn create=$x lookup=$y zone=z:1m; }",
+			`"sticky learn" is not supported by numaproxy (only "sticky cookie") in %s:6`},
+		{"upstream be { zone be 64k; server 127.0.0.1:1;\nsticky cookie s samesite=odd; }",
+			`invalid parameter "samesite=odd" in %s:6`},
+	} {
+		dir := writeTree(t, map[string]string{"conf/numaproxy.conf": "error_log logs/error.log;\nevents { }\nhttp {\n\n" + tc.http + "\n}\n"})
+		r := run(t, "-p", dir, "-t")
+		want := fmt.Sprintf(tc.want, dir+"/conf/numaproxy.conf")
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.http, r.stderr, want)
+		}
+	}
+}
