@@ -67,13 +67,18 @@ func (p *proxyUnder) rssKB() int {
 // bothProxies starts numaproxy and nginx on the same http block (ADDR stands for
 // the listen address) and runs f on each; f returns the figure.
 func bothProxies(t *testing.T, httpBody string, f func(t *testing.T, p *proxyUnder) string) (string, string) {
+	return bothProxiesMain(t, "", httpBody, f)
+}
+
+// bothProxiesMain is bothProxies with main-context directives (an events block).
+func bothProxiesMain(t *testing.T, mainExtra, httpBody string, f func(t *testing.T, p *proxyUnder) string) (string, string) {
 	addr := addrFor(t)
-	in := startHTTP(t, strings.ReplaceAll(httpBody, "ADDR", addr), addr)
+	in := startMain(t, "worker_processes 1;\n"+mainExtra, strings.ReplaceAll(httpBody, "ADDR", addr), addr)
 	np := &proxyUnder{name: "numaproxy", addr: addr, pid: func() int { return in.cmd.Process.Pid },
 		log: func() string { d, _ := os.ReadFile(in.path("logs/error.log")); return string(d) }}
 	a := f(t, np)
 	addr2 := addrFor(t)
-	ng := startNginx(t, strings.ReplaceAll(httpBody, "ADDR", addr2), addr2)
+	ng := startNginxMain(t, mainExtra, strings.ReplaceAll(httpBody, "ADDR", addr2), addr2)
 	wpid := ng.worker(t)
 	b := f(t, &proxyUnder{name: "nginx", addr: addr2, pid: func() int { return wpid }, log: ng.errorLog})
 	return a, b
@@ -421,7 +426,7 @@ func faultStorm(t *testing.T, add func(fault, a, b string)) {
 func faultSlowloris(t *testing.T, add func(fault, a, b string)) {
 	n := scale(300, 2000)
 	up := newBackend(t, nil)
-	a, b := bothProxies(t, fmt.Sprintf("client_header_timeout 2s; server { listen ADDR; location / { proxy_pass http://%s; } }", up.Addr), func(t *testing.T, p *proxyUnder) string {
+	a, b := bothProxiesMain(t, "events { worker_connections 8192; }\n", fmt.Sprintf("client_header_timeout 2s; server { listen ADDR; location / { proxy_pass http://%s; } }", up.Addr), func(t *testing.T, p *proxyUnder) string {
 		latency := func(d time.Duration) time.Duration {
 			var ls []time.Duration
 			c := &http.Client{Timeout: 5 * time.Second}

@@ -567,3 +567,58 @@ func TestHealthStickyConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthCheckStateAcrossReload: a reload keeps each server's state (its
+// first check under the new configuration may take long); with mandatory only
+// persistent keeps it, else the server waits for its check.
+func TestHealthCheckStateAcrossReload(t *testing.T) {
+	for _, tc := range []struct {
+		params    string
+		firstOK   bool   // B's first check passes; later ones hang
+		wantAfter string // who serves after the reload
+	}{
+		{"", false, "A"},                     // unhealthy stays out
+		{"mandatory persistent", true, "AB"}, // healthy stays in
+		{"mandatory", true, "A"},             // checking again
+	} {
+		var checks atomic.Int64
+		release := make(chan struct{})
+		A := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "A") })
+		B := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hc" {
+				if checks.Add(1) > 1 {
+					<-release
+				}
+				if !tc.firstOK {
+					w.WriteHeader(503)
+				}
+				return
+			}
+			io.WriteString(w, "B")
+		})
+		addr := addrFor(t)
+		cfg := fmt.Sprintf(`upstream be { zone be 64k; server %s; server %s; }
+server { listen %s; location / { proxy_pass http://be; health_check uri=/hc interval=1h %s; } }`, A.Addr, B.Addr, addr, tc.params)
+		in := startHTTP(t, cfg, addr)
+		waitFor(t, "first check", 5*time.Second, func() bool { return checks.Load() == 1 })
+		time.Sleep(100 * time.Millisecond)
+		in.signal("reload")
+		in.waitLog("configuration reloaded")
+		waitFor(t, "second check", 5*time.Second, func() bool { return checks.Load() == 2 })
+		served := map[string]bool{}
+		for i := 0; i < 10; i++ {
+			_, body := get(t, &http.Client{}, "http://"+addr+"/")
+			served[body] = true
+		}
+		got := ""
+		for _, s := range []string{"A", "B"} {
+			if served[s] {
+				got += s
+			}
+		}
+		if got != tc.wantAfter {
+			t.Errorf("health_check %q, first check ok %v: after a reload served by %q, want %q", tc.params, tc.firstOK, got, tc.wantAfter)
+		}
+		close(release)
+	}
+}
