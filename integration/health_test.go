@@ -150,7 +150,7 @@ func deployScenario(t *testing.T, addr string, b *flakyBackend) *loadResult {
 	go func() { done <- steadyLoad("http://"+addr+"/", 2, stop) }()
 	time.Sleep(1500 * time.Millisecond)
 	b.set(stDraining)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(time.Second) // ten probe intervals: margin for a loaded machine
 	b.set(stSick)
 	time.Sleep(1000 * time.Millisecond)
 	b.set(stDead)
