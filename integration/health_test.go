@@ -523,7 +523,7 @@ server { listen %s; location / { proxy_pass http://be; health_check uri=/health 
 	}()
 	time.Sleep(time.Second)
 	B.set(stDraining)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(time.Second)
 	B.set(stSick)
 	time.Sleep(time.Second)
 	bBefore := toB.Load()
