@@ -4,7 +4,7 @@ BIN      := bin/numaproxy
 REVISION := $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS  := -X main.revision=$(REVISION)
 
-.PHONY: build run test unit test-numa lint fuzz docs generate bench bench-quick clean
+.PHONY: build run test unit test-numa lint fuzz docs generate bench bench-quick clean faults
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/numaproxy
@@ -30,6 +30,13 @@ test-numa:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The fault battery in full (integration/faults_test.go): upstream faults, uploads,
+# header abuse, connection storms, slowloris, slow readers, descriptor exhaustion,
+# reload and stop under them, each against numaproxy and Debian's nginx, with the
+# tests that cover them in depth; prints the table. `make test` runs its short form.
+faults:
+	NUMAPROXY_FAULTS=full $(GO) test -count=1 -v -timeout 30m -run 'TestFaultBattery' ./integration/ | grep -v '^=== '
 
 # Longer fuzzing runs than the seeds `make test` runs (FUZZTIME per target).
 FUZZTIME ?= 60s

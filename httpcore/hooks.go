@@ -99,6 +99,14 @@ type LoopState interface {
 	Reload(snap *Snapshot)
 }
 
+// LoopStarter is a LoopState that hears when its loop starts: Start runs on the
+// loop, before any event, with the snapshot the loop serves first (later ones come
+// with Reload). A module that runs work of its own on a loop (health checks)
+// begins it there.
+type LoopStarter interface {
+	Start(snap *Snapshot)
+}
+
 // Key is a module's slot in a request's contexts, a loop's states and a snapshot's
 // states. Make one per module at package initialisation with NewKey.
 type Key int

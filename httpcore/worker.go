@@ -65,7 +65,17 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 
 // SetLoop tells the worker which loop runs it (the loop is made with the worker as
 // its handler, so the two are tied after both exist).
-func (w *Worker) SetLoop(l *eventloop.Loop) { w.loop = l }
+func (w *Worker) SetLoop(l *eventloop.Loop) {
+	w.loop = l
+	// The first task of the loop: a reload queued later runs after it.
+	_ = l.Run(func() {
+		for _, st := range w.states {
+			if s, ok := st.(LoopStarter); ok {
+				s.Start(w.snap)
+			}
+		}
+	})
+}
 
 // Loop is the worker's loop.
 func (w *Worker) Loop() *eventloop.Loop { return w.loop }

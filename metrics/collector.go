@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/numaproxy/numaproxy/healthcheck"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,7 @@ var (
 	descUpFailures       = desc("upstream_failures_total", "Tries that failed (proxy_next_upstream's error, timeout, invalid_header or a listed status).", ul...)
 	descUpRetries        = desc("upstream_retries_total", "Requests passed to the next server after a failure of this one.", ul...)
 	descUpResponses      = desc("upstream_responses_total", "Response heads from an upstream server, by status class.", "upstream", "peer", "domain", "class")
+	descUpHealthy        = desc("upstream_peer_healthy", "1 while the server passes its health checks (health_check), 0 while it is unhealthy or checking.", "upstream", "peer")
 	descUpResponseTime   = desc("upstream_response_time_seconds", "Time from a try's start to its response head ($upstream_response_time).", ul...)
 	descRxSampled        = desc("numa_connections_sampled_total", "Connections whose packets' CPU was sampled (SO_INCOMING_CPU at their first request head), by the domain of the loop that served them.", "domain")
 	descRxCross          = desc("numa_connections_cross_domain_total", "Sampled connections whose packets the kernel processed on a CPU of another domain than their loop's.", "domain")
@@ -94,6 +96,13 @@ func histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h *stats.Histogr
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	figs := gather(c.loops)
+	for _, s := range healthcheck.States() {
+		v := 0.0
+		if s.Healthy {
+			v = 1
+		}
+		gauge(ch, descUpHealthy, v, s.Group, s.Peer)
+	}
 	domains := map[int]*httpFigures{}
 	type zoneKey struct {
 		zone   string

@@ -61,7 +61,8 @@
 // upstream_requests_total, upstream_keepalive_reused_total,
 // upstream_connect_failures_total, upstream_failures_total, upstream_retries_total,
 // upstream_responses_total{class} and upstream_response_time_seconds, by upstream
-// and peer. NUMA locality: numa_connections_sampled_total and
+// and peer; upstream_peer_healthy{upstream,peer} (process-wide) for the servers
+// health checks probe. NUMA locality: numa_connections_sampled_total and
 // numa_connections_cross_domain_total (the connections whose packets the kernel
 // processed on a CPU of another domain than the loop that served them, read with
 // SO_INCOMING_CPU at each connection's first request head), steering_attached{listen},

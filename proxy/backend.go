@@ -55,7 +55,8 @@ type exchange struct {
 	waitingFor *liveGroup
 
 	peer      *upstream.Peer
-	ps        *PeerStats // peer's figures in this loop; nil when nothing reports them
+	sticky    *upstream.Peer // the server the request's sticky cookie names
+	ps        *PeerStats     // peer's figures in this loop; nil when nothing reports them
 	conn      eventloop.Conn
 	reused    bool // conn came from the keep-alive cache
 	connReqs  int  // requests conn carried before this one
@@ -195,7 +196,17 @@ func (ex *exchange) connect() bool {
 		if t := ex.snapState().hashKeys[ex.g.Origin()]; t != nil {
 			key = t.Append(ex.st.scratch[:0], r)
 		}
-		p := ex.bal.Pick(now, key, r.RemoteAddr().Addr(), &ex.tried)
+		var p *upstream.Peer
+		if st := ex.g.Sticky; st != nil && ex.tries == 0 {
+			// sticky cookie: the first try goes to the cookie's server if it is
+			// available; retries, and clients without it, to the method's pick.
+			if ex.sticky = ex.stickyPeer(st); ex.sticky != nil && ex.bal.PickPeer(ex.sticky, now, &ex.tried) {
+				p = ex.sticky
+			}
+		}
+		if p == nil {
+			p = ex.bal.Pick(now, key, r.RemoteAddr().Addr(), &ex.tried)
+		}
 		if p == nil {
 			ex.st.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", ex.r.RemoteAddr().String())
 			ex.end()

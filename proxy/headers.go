@@ -75,6 +75,7 @@ func (ex *exchange) responseHeader() {
 			h.Add(name, value)
 		}
 	}
+	ex.addStickyCookie(h)
 	if ct := r.CarriedType(); !contentType && len(ct) > 0 {
 		// An X-Accel-Redirect response's type, which this response does not replace.
 		h.Add(contentTypeName, ct)

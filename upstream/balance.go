@@ -46,7 +46,7 @@ func (b *Balancer) Pick(now time.Time, key []byte, client netip.Addr, tried *Tri
 		// nginx's peers->single, for every method: the lone server is used unless it
 		// is marked down or at max_conns, whatever its failures.
 		p := b.g.Peers[0]
-		if p.Down || (p.MaxConns > 0 && b.conns[0] >= p.MaxConns) {
+		if p.Down || p.health.down.Load() || (p.MaxConns > 0 && b.conns[0] >= p.MaxConns) {
 			return nil
 		}
 		tried.set(0)
@@ -140,8 +140,12 @@ func (b *Balancer) smooth(now time.Time, peers []*Peer, tried *Tried, tiedWith *
 			continue
 		}
 		i := p.index
-		b.current[i] += b.effective[i]
-		total += b.effective[i]
+		w := b.effective[i]
+		if p.SlowStart > 0 {
+			w = min(w, p.weightAt(now))
+		}
+		b.current[i] += w
+		total += w
 		if b.effective[i] < p.Weight {
 			b.effective[i]++
 		}

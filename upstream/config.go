@@ -23,8 +23,8 @@ var Module = &conf.Module{
 			Syntax: "upstream name { ... }",
 			Doc:    "A group of servers that proxy_pass can name."},
 		{Name: "server", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Multi: true, Set: setServer,
-			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down] [resolve];",
-			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop. resolve (with zone in the group, nginx 1.27.3+): the name is looked up at run time with the group's resolver and again when its answer expires (TTL or valid=, plus a second); servers come and go with its addresses without a reload, requests in flight keep theirs, idle keep-alive connections to a removed address are closed. A name that does not resolve leaves the group without those servers (502 until it does); another failure keeps the last addresses and asks again after resolver_timeout. Each loop asks and keeps these servers' failure state for itself."},
+			Syntax: "server address [weight=number] [max_fails=number] [fail_timeout=time] [max_conns=number] [backup] [down] [resolve] [slow_start=time] [route=string];",
+			Doc:    "A server of the group: host:port, [v6]:port, host (port 80) or unix:/path (a unix-domain socket); a name resolving to several addresses gives several servers. Defaults: weight=1 max_fails=1 fail_timeout=10s; max_conns counts per loop. resolve (with zone in the group, nginx 1.27.3+): the name is looked up at run time with the group's resolver and again when its answer expires (TTL or valid=, plus a second); servers come and go with its addresses without a reload, requests in flight keep theirs, idle keep-alive connections to a removed address are closed. A name that does not resolve leaves the group without those servers (502 until it does); another failure keeps the last addresses and asks again after resolver_timeout. Each loop asks and keeps these servers' failure state for itself. slow_start (NGINX Plus): after the server recovers (its health check passes again, or a request succeeds after fail_timeout) its weight grows from 1 to its own over this time; round robin and least_conn's ties only, ignored for a lone server. route (NGINX Plus): the server's value in a sticky cookie instead of the MD5 of its address."},
 		{Name: "keepalive", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupNumber(func(g *Group) *int { return &g.Keepalive }, 1),
 			Syntax: "keepalive connections;",
 			Doc:    "Idle connections to the group's servers each loop keeps for reuse."},
@@ -52,6 +52,9 @@ var Module = &conf.Module{
 		{Name: "resolver_timeout", Contexts: conf.UpstreamCtx, Args: conf.Args1, Set: setGroupResolverTimeout,
 			Syntax: "resolver_timeout time;", Default: "30s",
 			Doc: "Longest time a lookup of the group's names may take; without it the http level's resolver_timeout."},
+		{Name: "sticky", Contexts: conf.UpstreamCtx, Args: conf.Args1More, Set: setSticky,
+			Syntax: "sticky cookie name [expires=time|max] [domain=domain] [httponly] [samesite=strict|lax|none] [secure] [path=path];",
+			Doc:    "NGINX Plus's session persistence: a response to a client without the cookie (or whose cookie names a server that is not available) sets it to the server that answered (the hexadecimal MD5 of its address, or its route=), and later requests with it go to that server while it is available, else to the one the balancing method picks, which the response then names. Without expires the cookie lasts the browser session; max is 31 Dec 2037. sticky route and sticky learn are refused."},
 		{Name: "random", Contexts: conf.UpstreamCtx, Args: conf.Args0 | conf.Args1 | conf.Args2, Set: setMethod,
 			Syntax: "random [two [least_conn]];",
 			Doc:    "Pick a server at random by weight; two: of two random picks, the one with fewer connections."},
@@ -142,6 +145,7 @@ func (g *Group) finish() error {
 	g.tries = 0
 	for i, p := range g.all() {
 		p.index = i
+		p.setRoute()
 		if !p.Down {
 			g.tries++
 		}
@@ -190,6 +194,14 @@ func setServer(c *conf.Cursor, s *conf.Stmt) error {
 			tmpl.MaxFails = n
 		case hasVal && key == "max_conns":
 			tmpl.MaxConns = n
+		case hasVal && key == "route" && val != "":
+			tmpl.RouteParam = val
+		case hasVal && key == "slow_start":
+			d, err := conf.ParseTime(val)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			tmpl.SlowStart = d
 		case hasVal && key == "fail_timeout":
 			d, err := conf.ParseTime(val)
 			if err != nil {
@@ -380,11 +392,24 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		if len(backup) > 0 && g.Method != RoundRobin && g.Method != LeastConn {
 			return &conf.Error{Pos: backup[0].Pos, Msg: fmt.Sprintf("the \"backup\" parameter cannot be used with the %q balancing method", g.Method.String())}
 		}
+		for _, p := range append(g.all(), resolvePeers(g)...) {
+			if p.SlowStart > 0 && g.Method != RoundRobin && g.Method != LeastConn {
+				return &conf.Error{Pos: p.Pos, Msg: fmt.Sprintf("the \"slow_start\" parameter cannot be used with the %q balancing method", g.Method.String())}
+			}
+		}
 		if g.Method == HashConsistent && len(g.points) == 0 {
 			g.buildRing()
 		}
 	}
 	return nil
+}
+
+func resolvePeers(g *Group) []*Peer {
+	var ps []*Peer
+	for _, rs := range g.Resolve {
+		ps = append(ps, &Peer{PeerConfig: rs.PeerConfig})
+	}
+	return ps
 }
 
 // ForProxyPass returns the group a proxy_pass to hostport uses: a declared upstream

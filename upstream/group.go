@@ -41,6 +41,8 @@ type Group struct {
 	Method  Method
 	HashKey string // the hash directive's key, with $variables the proxy evaluates
 
+	Sticky *Sticky // sticky cookie; nil: none
+
 	Keepalive         int // idle connections each loop keeps per group; 0: none
 	KeepaliveTimeout  time.Duration
 	KeepaliveRequests int
@@ -137,6 +139,9 @@ type Peer struct {
 	fails    atomic.Int32
 	accessed atomic.Int64 // unix nanos of the last failure
 	checked  atomic.Int64 // unix nanos of the last failure, or of the pick that opened a window
+
+	health Health // active health checks' verdict, shared by every loop
+	route  string // what a sticky cookie calls it (Route)
 }
 
 // PeerConfig is what the server directive says about a peer.
@@ -146,6 +151,8 @@ type PeerConfig struct {
 	MaxFails    int           // 0: never marked failed
 	FailTimeout time.Duration // how long a failed peer rests, and the window failures count in
 	MaxConns    int           // per loop; 0: no limit
+	SlowStart   time.Duration // NGINX Plus's slow_start: the weight's ramp after a recovery
+	RouteParam  string        // NGINX Plus's route=: the server's name in a sticky cookie
 	Down        bool
 	Backup      bool
 	Pos         conf.Pos
@@ -154,7 +161,7 @@ type PeerConfig struct {
 // Available reports whether the peer may be tried at now: not down, and not resting
 // after max_fails failures within fail_timeout.
 func (p *Peer) Available(now time.Time) bool {
-	if p.Down {
+	if p.Down || p.health.down.Load() {
 		return false
 	}
 	if p.MaxFails == 0 || int(p.fails.Load()) < p.MaxFails {
@@ -188,6 +195,9 @@ func (p *Peer) Failed(now time.Time) {
 func (p *Peer) Succeeded() {
 	if p.fails.Load() != 0 && p.accessed.Load() < p.checked.Load() {
 		p.fails.Store(0)
+		if p.SlowStart > 0 {
+			p.health.upSince.Store(time.Now().UnixNano())
+		}
 	}
 }
 

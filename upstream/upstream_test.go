@@ -81,7 +81,8 @@ func TestUpstreamErrors(t *testing.T) {
 	tests := map[string]string{
 		"http { upstream g {\nserver nowhere.test:80;\n} }":                             `invalid value "nowhere.test:80" in "server" directive, host not found in `,
 		"http { upstream g {\nserver 10.0.0.1 weight=0;\n} }":                           `invalid parameter "weight=0" in `,
-		"http { upstream g {\nserver 10.0.0.1 slow_start=10s;\n} }":                     `invalid parameter "slow_start=10s" in `,
+		"http { upstream g {\nserver 10.0.0.1 slow_start=x;\n} }":                       `invalid value "slow_start=x" in `,
+		"http { upstream g {\nip_hash;\nserver 10.0.0.1 slow_start=10s;\n} }":           `the "slow_start" parameter cannot be used with the "ip_hash" balancing method in `,
 		"http { upstream g {\n}\n}":                                                     `no servers are inside upstream in `,
 		"http { upstream g { server 10.0.0.1; }\nupstream g { server 10.0.0.2; } }":     `duplicate upstream "g" in `,
 		"http { upstream g {\nserver 10.0.0.1;\nserver 10.0.0.2 backup;\nip_hash;\n} }": `the "backup" parameter cannot be used with the "ip_hash" balancing method in `,

@@ -9,6 +9,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/geo"
 	"github.com/numaproxy/numaproxy/headers"
+	"github.com/numaproxy/numaproxy/healthcheck"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/limit"
 	"github.com/numaproxy/numaproxy/metrics"
@@ -33,6 +34,6 @@ import (
 // filter).
 var registry = conf.MustRegistry(domains.Module, upstream.Module,
 	httpcore.Module, resolver.Module, realip.Module, rewrite.Module, access.Module, authbasic.Module,
-	authrequest.Module, limit.Module, proxy.Module, compress.Module, headers.Module, static.Module,
-	accesslog.Module, tls.Module, proxyproto.Module, varmap.Module, geo.Module, splitclients.Module,
-	metrics.Module)
+	authrequest.Module, limit.Module, proxy.Module, healthcheck.Module, compress.Module, headers.Module,
+	static.Module, accesslog.Module, tls.Module, proxyproto.Module, varmap.Module, geo.Module,
+	splitclients.Module, metrics.Module)
