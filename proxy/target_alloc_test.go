@@ -63,7 +63,9 @@ func TestVariableTargetAllocs(t *testing.T) {
 	if block > 0.02 {
 		t.Errorf("%.2f allocations per request to an upstream block by variable", block)
 	}
-	if named > fixed+0.02 {
+	// A per-request allocation shows as 1 or more; a few hundredths come and go
+	// with the runtime's own work while the loop runs.
+	if named > fixed+0.1 {
 		t.Errorf("%.2f allocations per request to a cached name, %.2f to a fixed address", named, fixed)
 	}
 }
