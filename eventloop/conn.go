@@ -31,6 +31,10 @@ type conn struct {
 	idle    bool   // SetIdle(true) in effect: in the loop's idle list
 	blocked bool   // above the write high watermark, OnWriteBlocked sent
 	shutWr  bool   // CloseWrite called: no more writes; shutdown(SHUT_WR) once flushed
+	// InputReady's state: the last read filled the buffer (inMore), or no read
+	// since the connection opened or reading was paused (inUnknown).
+	inMore    bool
+	inUnknown bool
 
 	idlePrev *conn // the loop's idle list, while idle
 	idleNext *conn
@@ -58,7 +62,7 @@ type conn struct {
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: max(l.cfg.SendfileMaxChunk, 0)}
+	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: max(l.cfg.SendfileMaxChunk, 0), inUnknown: true}
 	l.InitTimer(&c.timer, c.onTimer)
 	l.InitTimer(&c.wtimer, c.onWriteTimer)
 	return c
@@ -275,6 +279,7 @@ func (c *conn) shutdownWrite() error {
 func (c *conn) PauseRead() {
 	if !c.paused {
 		c.paused = true
+		c.inUnknown = true // input may arrive unreported
 		c.updateEvents()
 	}
 }
@@ -368,6 +373,9 @@ func (c *conn) Queued() int { return c.q.size }
 
 // Fd implements Conn.
 func (c *conn) Fd() int { return c.fd }
+
+// InputReady implements InputReadier.
+func (c *conn) InputReady() (ready, known bool) { return c.inMore, !c.inUnknown }
 
 // RemoteAddr implements Conn.
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }

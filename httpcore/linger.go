@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -149,7 +150,14 @@ func (c *conn) shouldLinger() bool {
 	if c.headLen > 0 && c.bodyFate != bodyDropped && c.status != 400 && (c.req.Chunked() || c.req.ContentLength() > 0) {
 		return true
 	}
-	n, err := unix.IoctlGetInt(c.conn.Fd(), unix.TIOCINQ) // FIONREAD: nginx's rev->ready
+	// nginx's rev->ready: known without a system call on a plain connection
+	// (one ioctl per closed connection otherwise); FIONREAD when it is not.
+	if ir, ok := c.conn.(eventloop.InputReadier); ok {
+		if ready, known := ir.InputReady(); known {
+			return ready
+		}
+	}
+	n, err := unix.IoctlGetInt(c.conn.Fd(), unix.TIOCINQ)
 	return err == nil && n > 0
 }
 
