@@ -224,7 +224,7 @@ func (c *conn) closeNow(err error) {
 	// per connection). If a forked child holds the socket until its exec (binary
 	// upgrade), the registration outlives the fd for that moment: its events carry
 	// the old generation and are dropped as stale.
-	_ = unix.Close(c.fd)
+	_ = rawClose(c.fd)
 	l.openConns.Add(-1)
 	l.closed.Add(1)
 	l.callClose(c, err)

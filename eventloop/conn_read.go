@@ -12,7 +12,7 @@ import (
 // which keeps one busy connection from starving the others.
 func (c *conn) read() {
 	l := c.loop
-	n, err := unix.Read(c.fd, l.scratch)
+	n, err := rawRead(c.fd, l.scratch)
 	switch {
 	case err == nil && n > 0:
 		c.inMore, c.inUnknown = n == len(l.scratch), false

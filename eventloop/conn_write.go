@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	gio "github.com/panjf2000/gnet/v2/pkg/io"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +18,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	}
 	rest := p
 	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
-		n, err := unix.Write(c.fd, p)
+		n, err := rawWrite(c.fd, p)
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("write: %w", err))
 			return 0, c.failErr
@@ -50,7 +49,7 @@ func (c *conn) Writev(bufs [][]byte) (int, error) {
 	}
 	skip := 0
 	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
-		n, err := gio.Writev(c.fd, bufs[:min(len(bufs), maxIovecs)])
+		n, err := c.loop.rawWritev(c.fd, bufs)
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("writev: %w", err))
 			return 0, c.failErr
@@ -187,7 +186,7 @@ loop:
 			}
 			want += len(b)
 		}
-		n, werr := gio.Writev(c.fd, iov)
+		n, werr := l.rawWritev(c.fd, iov)
 		clear(iov) // drop references to pool buffers
 		switch {
 		case werr == unix.EAGAIN:

@@ -15,11 +15,11 @@ func TestInputReady(t *testing.T) {
 		ready, known bool
 	}
 	seen := make(chan state, 64)
-	var opened state
+	opened := make(chan state, 1)
 	h := &funcHandler{
 		open: func(c Conn) {
 			r, k := c.(InputReadier).InputReady()
-			opened = state{-1, r, k}
+			opened <- state{-1, r, k}
 		},
 		data: func(c Conn, b []byte) {
 			r, k := c.(InputReadier).InputReady()
@@ -39,7 +39,7 @@ func TestInputReady(t *testing.T) {
 	c := dial(t, addr)
 	defer c.Close()
 	roundTrip(t, c, "x") // a short read
-	if opened.known {
+	if recv(t, opened).known {
 		t.Errorf("before the first read: InputReady known")
 	}
 	if s := recv(t, seen); s.n != 1 || s.ready || !s.known {

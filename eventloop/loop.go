@@ -50,6 +50,7 @@ type Loop struct {
 
 	scratch []byte
 	iov     [][]byte // writev scratch, at most maxIovecs entries
+	iovecs  [maxIovecs]unix.Iovec
 
 	listeners   []*Listener
 	failed      []*conn  // connections whose write failed, closed after the callback
@@ -201,7 +202,7 @@ func (l *Loop) Run(fn func()) error {
 
 // runTasks runs what Run queued.
 func (l *Loop) runTasks() {
-	_, _ = unix.Read(l.taskFd, l.taskBuf[:])
+	_, _ = rawRead(l.taskFd, l.taskBuf[:])
 	l.mu.Lock()
 	l.running, l.tasks = l.tasks, l.running[:0]
 	l.mu.Unlock()

@@ -66,7 +66,7 @@ func epollEvent(fd int, gen uint32, events uint32) unix.EpollEvent {
 
 func (l *Loop) epollAdd(fd int, gen uint32, events uint32) error {
 	l.modEvent = epollEvent(fd, gen, events)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &l.modEvent); err != nil {
+	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &l.modEvent); err != nil {
 		return fmt.Errorf("epoll_ctl add fd %d: %w", fd, err)
 	}
 	return nil
@@ -74,14 +74,14 @@ func (l *Loop) epollAdd(fd int, gen uint32, events uint32) error {
 
 func (l *Loop) epollMod(fd int, gen uint32, events uint32) error {
 	l.modEvent = epollEvent(fd, gen, events)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &l.modEvent); err != nil {
+	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &l.modEvent); err != nil {
 		return fmt.Errorf("epoll_ctl mod fd %d: %w", fd, err)
 	}
 	return nil
 }
 
 func (l *Loop) epollDel(fd int) {
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 }
 
 // openTaskFd makes the eventfd that wakes the loop for tasks.
