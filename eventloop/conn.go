@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,9 +64,20 @@ var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
 	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: max(l.cfg.SendfileMaxChunk, 0), inUnknown: true}
-	l.InitTimer(&c.timer, c.onTimer)
-	l.InitTimer(&c.wtimer, c.onWriteTimer)
+	l.InitTimer(&c.timer, connTimerFired)
+	l.InitTimer(&c.wtimer, connWriteTimerFired)
 	return c
+}
+
+// The connection's timers call plain functions that find the connection from the
+// timer embedded in it: method values (c.onTimer) were two allocations per
+// connection.
+func connTimerFired(t *Timer) {
+	(*conn)(unsafe.Add(unsafe.Pointer(t), -int(unsafe.Offsetof(conn{}.timer)))).onTimer(t)
+}
+
+func connWriteTimerFired(t *Timer) {
+	(*conn)(unsafe.Add(unsafe.Pointer(t), -int(unsafe.Offsetof(conn{}.wtimer)))).onWriteTimer(t)
 }
 
 func (l *Loop) registerConn(c *conn, state connState) error {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSteadyPathAllocs: a proxied keep-alive request and a return, through a real
@@ -57,5 +59,71 @@ func TestSteadyPathAllocs(t *testing.T) {
 	// A few allocations of the runtime itself may land in the window.
 	if got := after.Mallocs - before.Mallocs; got > n/50 {
 		t.Fatalf("%d allocations for %d proxied requests and %d returns", got, n, n)
+	}
+}
+
+// TestNewConnectionAllocs: a new client connection per request (accept, one
+// proxied request with Connection: close, close) allocates two objects, the
+// loop's connection and the HTTP connection (their timers' callbacks are not
+// closures); the request state and buffers come from pools. They are not
+// recycled: a handler may still hold a closed Conn, whose methods must keep
+// failing rather than reach the next connection. The client is raw system calls,
+// which allocate nothing.
+func TestNewConnectionAllocs(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
+	port := freeBenchPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	startWorker(t, addr, `
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`)
+	sa := &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	req := []byte("GET /api/items?id=42 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 4096)
+	once := func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Write(fd, req); err != nil {
+			t.Fatal(err)
+		}
+		have := 0
+		for { // until the proxy closes
+			n, err := unix.Read(fd, buf[have:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			have += n
+		}
+		if have < 12 || string(buf[9:12]) != "200" {
+			t.Fatalf("response %q", buf[:have])
+		}
+	}
+	for i := 0; i < 300; i++ {
+		once()
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		once()
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.Mallocs - before.Mallocs; got > 2*n+n/50 {
+		t.Fatalf("%d allocations (%d bytes) for %d connections, want 2 each", got, after.TotalAlloc-before.TotalAlloc, n)
 	}
 }
