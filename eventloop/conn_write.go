@@ -138,7 +138,7 @@ func (c *conn) send() error {
 func (c *conn) sendUpTo(limit int) error {
 	l := c.loop
 	q := &c.q
-	budget := c.maxChunk
+	budget := int(c.maxChunk)
 	if budget <= 0 {
 		budget = math.MaxInt
 	}

@@ -97,7 +97,7 @@ func New(cfg Config) (*Loop, error) {
 		err = l.openTaskFd()
 	}
 	if err == nil {
-		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil, nil), unix.EPOLLIN)
+		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil), unix.EPOLLIN)
 	}
 	if err != nil {
 		l.closeFds()

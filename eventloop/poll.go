@@ -91,7 +91,7 @@ func (l *Loop) openTaskFd() error {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	l.taskFd = fd
-	return l.epollAdd(fd, l.table.register(fd, slotTasks, nil, nil), unix.EPOLLIN)
+	return l.epollAdd(fd, l.table.register(fd, slotTasks, nil), unix.EPOLLIN)
 }
 
 // pollBatch waits for, then handles, one batch of ready events.
@@ -123,15 +123,15 @@ func (l *Loop) pollBatch() {
 		}
 		switch s.kind {
 		case slotConn:
-			l.connEvent(s.conn, ev.Events)
+			l.connEvent(s.conn(), ev.Events)
 		case slotListener:
-			l.acceptEvent(s.ln)
+			l.acceptEvent(s.ln())
 		case slotTimerfd:
 			l.onTimerfd()
 		case slotTasks:
 			l.runTasks()
 		case slotWatch:
-			l.watchEvent(s.watch)
+			l.watchEvent(s.watch())
 		}
 		l.closeFailed()
 	}

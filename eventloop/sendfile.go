@@ -180,7 +180,7 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 
 // SetSendfile implements Conn.
 func (c *conn) SetSendfile(on bool, maxChunk int) {
-	c.sendfile, c.maxChunk = on, max(maxChunk, 0)
+	c.sendfile, c.maxChunk = on, clamp32(maxChunk)
 }
 
 // sendFile sends the head segment with sendfile(2), at most budget bytes; it

@@ -71,11 +71,11 @@ type conn struct {
 	// replaced when the next response starts.
 	rateLimited bool
 	keepAlive   bool
-	srvConf     *LocConf  // the server's config (the default server's until a request names one)
-	lcf         *LocConf  // the location's config, else srvConf
-	lingerUntil time.Time // csDiscard, csLinger: the end of lingering_time
-	sub         *subState // a subrequest's connection (subrequest.go); nil for a client's
-	subs        []*conn   // the subrequests running for this client connection's requests
+	srvConf     *LocConf      // the server's config (the default server's until a request names one)
+	lcf         *LocConf      // the location's config, else srvConf
+	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
+	sub         *subState     // a subrequest's connection (subrequest.go); nil for a client's
+	subs        []*conn       // the subrequests running for this client connection's requests
 
 	*Request // nil while idle
 }
