@@ -184,11 +184,11 @@ func (r *Request) LocConf(m *conf.Module) any {
 func (r *Request) CoreConf() *LocConf { return r.c.lcf }
 
 // LocalAddr is the address the client connected to.
-func (r *Request) LocalAddr() netip.AddrPort { return r.c.local }
+func (r *Request) LocalAddr() netip.AddrPort { return r.c.localAddr() }
 
 // HTTPS reports a connection on an address that speaks TLS (nginx's $https).
 func (r *Request) HTTPS() bool {
-	a := r.c.w.snapshotFor(r.c.local).Routes.Addr(r.c.local)
+	a := r.c.w.snapshotFor(r.c.localAddr()).Routes.Addr(r.c.localAddr())
 	return a != nil && a.SSL
 }
 
@@ -198,12 +198,12 @@ func (r *Request) RemoteAddr() netip.AddrPort {
 	if r.remoteSet {
 		return r.remote
 	}
-	return r.c.remote
+	return r.c.remoteAddr()
 }
 
 // PeerAddr is the address of the connection's peer, whatever SetRemoteAddr said
 // ($realip_remote_addr).
-func (r *Request) PeerAddr() netip.AddrPort { return r.c.remote }
+func (r *Request) PeerAddr() netip.AddrPort { return r.c.remoteAddr() }
 
 // SetRemoteAddr makes a the client's address for the rest of this request (nginx's
 // realip module changes c->sockaddr until the request ends): every later phase,

@@ -192,7 +192,7 @@ func TestIdleConnectionBytes(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f heap bytes per idle connection", per)
-	if per > 620 {
-		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 620", per)
+	if per > 560 {
+		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 560", per)
 	}
 }
