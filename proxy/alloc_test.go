@@ -196,3 +196,88 @@ func TestIdleConnectionBytes(t *testing.T) {
 		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 560", per)
 	}
 }
+
+// rawCloseUpstream answers one request per connection with response and closes,
+// all in raw system calls on one goroutine, so that it allocates nothing.
+func rawCloseUpstream(tb testing.TB, response string) string {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 128); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := unix.Getsockname(lfd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Shutdown(lfd, unix.SHUT_RDWR); unix.Close(lfd) })
+	resp := []byte(response)
+	go func() {
+		buf := make([]byte, 16<<10)
+		for {
+			r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(lfd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+			if e != 0 {
+				return
+			}
+			fd := int(r)
+			have := 0
+			for !bytes.Contains(buf[:have], []byte("\r\n\r\n")) {
+				n, err := unix.Read(fd, buf[have:])
+				if err != nil || n <= 0 {
+					break
+				}
+				have += n
+			}
+			unix.Write(fd, resp)
+			unix.Close(fd)
+		}
+	}()
+	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+}
+
+// TestUpstreamDialAllocs: a request that needs a new upstream connection (the
+// upstream closes each one) allocates only the loop's connection and its output
+// queue's first chunk list beyond the steady path: the connect address, the
+// peer's name for errors and the set-up error target are not made per dial.
+func TestUpstreamDialAllocs(t *testing.T) {
+	up := rawCloseUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: close\r\n\r\nhello, world\n")
+	addr := "127.0.0.1:" + strconv.Itoa(freeBenchPort(t))
+	startWorker(t, addr, `
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    keepalive_requests 100000;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 64<<10)}
+	req := []byte("GET /api HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	for range 200 {
+		k.roundTrip(t, req)
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if st := k.roundTrip(t, req); st != 200 {
+			t.Fatalf("status %d", st)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	t.Logf("%d allocations for %d requests on new upstream connections", after.Mallocs-before.Mallocs, n)
+	if got := after.Mallocs - before.Mallocs; got > 2*n+n/50 {
+		t.Fatalf("%d allocations for %d requests on new upstream connections, want 2 each", got, n)
+	}
+}
