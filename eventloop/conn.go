@@ -242,6 +242,7 @@ func (c *conn) closeNow(err error) {
 		c.rl = nil
 	}
 	c.q.release(l.pool)
+	c.q.recycle(l)
 	l.table.unregister(c.fd)
 	// close(2) takes the fd out of the epoll set; no EPOLL_CTL_DEL (a system call
 	// per connection). If a forked child holds the socket until its exec (binary

@@ -51,6 +51,8 @@ type Loop struct {
 	scratch []byte
 	iov     [][]byte // writev scratch, at most maxIovecs entries
 	iovecs  [maxIovecs]unix.Iovec
+	// chunkLists are empty output queue lists of closed connections (queue).
+	chunkLists [][]chunk
 
 	listeners   []*Listener
 	failed      []*conn  // connections whose write failed, closed after the callback
