@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/numaproxy/numaproxy/errorlog"
-	"github.com/panjf2000/gnet/v2/pkg/socket"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,7 +69,7 @@ func (l *Loop) acceptEvent(ln *Listener) {
 		}
 		waiting = false
 		l.accepted.Add(1)
-		_ = socket.SetNoDelay(fd, 1)
+		_ = rawSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		c := l.newConn(fd, l.handler)
 		c.remote = remote
 		if !ln.addr.Addr().IsUnspecified() {

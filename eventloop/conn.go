@@ -2,9 +2,11 @@ package eventloop
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,54 +21,79 @@ const (
 )
 
 // conn is a TCP connection owned by one loop; it implements Conn.
+//
+// An idle keep-alive connection holds one of these: the fields are ordered so
+// that the small ones share words and the struct fits the 320-byte size class
+// (it was 352).
 type conn struct {
-	loop  *Loop
-	h     Handler
-	fd    int
-	gen   uint32
-	state connState
+	loop   *Loop
+	h      Handler
+	fd     int
+	gen    uint32
+	events uint32 // epoll interest currently registered
+	state  connState
 
-	events  uint32 // epoll interest currently registered
-	paused  bool   // PauseRead in effect
-	idle    bool   // SetIdle(true) in effect: in the loop's idle list
-	blocked bool   // above the write high watermark, OnWriteBlocked sent
-	shutWr  bool   // CloseWrite called: no more writes; shutdown(SHUT_WR) once flushed
+	paused  bool // PauseRead in effect
+	idle    bool // SetIdle(true) in effect: in the loop's idle list
+	blocked bool // above the write high watermark, OnWriteBlocked sent
+	shutWr  bool // CloseWrite called: no more writes; shutdown(SHUT_WR) once flushed
+	// InputReady's state: the last read filled the buffer (inMore), or no read
+	// since the connection opened or reading was paused (inUnknown).
+	inMore    bool
+	inUnknown bool
+	// resetOnWTimeout: a write timeout resets rather than closes.
+	resetOnWTimeout bool
+	sendfile        bool // file segments go out with sendfile(2), else pread into pool buffers
+	localLoaded     bool
+	// File bytes sent per readiness event at most; 0: no bound. Held as int32:
+	// more than 2 GiB per event is the same as no bound (sendfile(2) itself
+	// sends less than 2 GiB per call).
+	maxChunk int32
+	// Own write watermarks (SetWriteWatermarks), saturated at 2 GiB; 0: the loop's.
+	high, low int32
 
 	idlePrev *conn // the loop's idle list, while idle
 	idleNext *conn
 
 	q        outQueue
-	high     int // own write watermarks (SetWriteWatermarks); 0: the loop's
-	low      int
 	timer    Timer
 	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
 	wtimeout time.Duration // 0: queued output may wait forever
-	// resetOnWTimeout: a write timeout resets rather than closes.
-	resetOnWTimeout bool
-	sendfile        bool       // file segments go out with sendfile(2), else pread into pool buffers
-	maxChunk        int        // file bytes sent per readiness event at most; 0: no bound
-	rl              *rateLimit // SetRateLimit's; nil: no limit
-	closeErr        error      // OnClose error once a graceful close completes
-	failErr         error      // a write failed; the loop closes the conn after the callback
+	rl       *rateLimit    // SetRateLimit's; nil: no limit
+	closeErr error         // OnClose error once a graceful close completes
+	failErr  error         // a write failed; the loop closes the conn after the callback
 
-	ctx         any
-	remote      netip.AddrPort
-	local       netip.AddrPort
-	localLoaded bool
+	ctx    any
+	remote netip.AddrPort
+	local  netip.AddrPort
 }
+
+// clamp32 saturates a non-negative size at the int32 range.
+func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: max(l.cfg.SendfileMaxChunk, 0)}
-	l.InitTimer(&c.timer, c.onTimer)
-	l.InitTimer(&c.wtimer, c.onWriteTimer)
+	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: clamp32(l.cfg.SendfileMaxChunk), inUnknown: true}
+	l.InitTimer(&c.timer, connTimerFired)
+	l.InitTimer(&c.wtimer, connWriteTimerFired)
 	return c
+}
+
+// The connection's timers call plain functions that find the connection from the
+// timer embedded in it: method values (c.onTimer) were two allocations per
+// connection.
+func connTimerFired(t *Timer) {
+	(*conn)(unsafe.Add(unsafe.Pointer(t), -int(unsafe.Offsetof(conn{}.timer)))).onTimer(t)
+}
+
+func connWriteTimerFired(t *Timer) {
+	(*conn)(unsafe.Add(unsafe.Pointer(t), -int(unsafe.Offsetof(conn{}.wtimer)))).onWriteTimer(t)
 }
 
 func (l *Loop) registerConn(c *conn, state connState) error {
 	c.state = state
-	c.gen = l.table.register(c.fd, slotConn, c, nil)
+	c.gen = l.table.register(c.fd, slotConn, unsafe.Pointer(c))
 	c.events = c.wantEvents()
 	if err := l.epollAdd(c.fd, c.gen, c.events); err != nil {
 		l.table.unregister(c.fd)
@@ -215,12 +242,13 @@ func (c *conn) closeNow(err error) {
 		c.rl = nil
 	}
 	c.q.release(l.pool)
+	c.q.recycle(l)
 	l.table.unregister(c.fd)
 	// close(2) takes the fd out of the epoll set; no EPOLL_CTL_DEL (a system call
 	// per connection). If a forked child holds the socket until its exec (binary
 	// upgrade), the registration outlives the fd for that moment: its events carry
 	// the old generation and are dropped as stale.
-	_ = unix.Close(c.fd)
+	_ = rawClose(c.fd)
 	l.openConns.Add(-1)
 	l.closed.Add(1)
 	l.callClose(c, err)
@@ -275,6 +303,7 @@ func (c *conn) shutdownWrite() error {
 func (c *conn) PauseRead() {
 	if !c.paused {
 		c.paused = true
+		c.inUnknown = true // input may arrive unreported
 		c.updateEvents()
 	}
 }
@@ -345,20 +374,20 @@ func (c *conn) SetWriteWatermarks(high, low int) {
 		c.high, c.low = 0, 0
 		return
 	}
-	c.high, c.low = high, min(max(low, 0), high-1)
+	c.high, c.low = clamp32(high), clamp32(min(max(low, 0), high-1))
 }
 
 // highWater and lowWater are the watermarks in effect.
 func (c *conn) highWater() int {
 	if c.high > 0 {
-		return c.high
+		return int(c.high)
 	}
 	return c.loop.cfg.WriteHighWater
 }
 
 func (c *conn) lowWater() int {
 	if c.high > 0 {
-		return c.low
+		return int(c.low)
 	}
 	return c.loop.cfg.WriteLowWater
 }
@@ -368,6 +397,9 @@ func (c *conn) Queued() int { return c.q.size }
 
 // Fd implements Conn.
 func (c *conn) Fd() int { return c.fd }
+
+// InputReady implements InputReadier.
+func (c *conn) InputReady() (ready, known bool) { return c.inMore, !c.inUnknown }
 
 // RemoteAddr implements Conn.
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }

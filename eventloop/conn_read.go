@@ -12,13 +12,16 @@ import (
 // which keeps one busy connection from starving the others.
 func (c *conn) read() {
 	l := c.loop
-	n, err := unix.Read(c.fd, l.scratch)
+	n, err := rawRead(c.fd, l.scratch)
 	switch {
 	case err == nil && n > 0:
+		c.inMore, c.inUnknown = n == len(l.scratch), false
 		c.h.OnData(c, l.scratch[:n])
 	case err == nil: // n == 0: the peer finished sending
 		c.closeGraceful(io.EOF)
-	case err == unix.EAGAIN || err == unix.EINTR:
+	case err == unix.EAGAIN:
+		c.inMore, c.inUnknown = false, false
+	case err == unix.EINTR:
 	default:
 		c.closeNow(fmt.Errorf("read: %w", err))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	gio "github.com/panjf2000/gnet/v2/pkg/io"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +18,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	}
 	rest := p
 	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
-		n, err := unix.Write(c.fd, p)
+		n, err := rawWrite(c.fd, p)
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("write: %w", err))
 			return 0, c.failErr
@@ -31,7 +30,7 @@ func (c *conn) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
-	c.q.append(c.loop.pool, c.loop.cfg.ChunkSize, rest)
+	c.queue().append(c.loop.pool, c.loop.cfg.ChunkSize, rest)
 	c.queued()
 	return len(p), nil
 }
@@ -50,7 +49,7 @@ func (c *conn) Writev(bufs [][]byte) (int, error) {
 	}
 	skip := 0
 	if c.state == connOpen && c.q.size == 0 && c.rl == nil {
-		n, err := gio.Writev(c.fd, bufs[:min(len(bufs), maxIovecs)])
+		n, err := c.loop.rawWritev(c.fd, bufs)
 		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 			c.fail(fmt.Errorf("writev: %w", err))
 			return 0, c.failErr
@@ -65,7 +64,7 @@ func (c *conn) Writev(bufs [][]byte) (int, error) {
 			skip -= len(b)
 			continue
 		}
-		c.q.append(c.loop.pool, c.loop.cfg.ChunkSize, b[skip:])
+		c.queue().append(c.loop.pool, c.loop.cfg.ChunkSize, b[skip:])
 		skip = 0
 	}
 	c.queued()
@@ -139,7 +138,7 @@ func (c *conn) send() error {
 func (c *conn) sendUpTo(limit int) error {
 	l := c.loop
 	q := &c.q
-	budget := c.maxChunk
+	budget := int(c.maxChunk)
 	if budget <= 0 {
 		budget = math.MaxInt
 	}
@@ -187,7 +186,7 @@ loop:
 			}
 			want += len(b)
 		}
-		n, werr := gio.Writev(c.fd, iov)
+		n, werr := l.rawWritev(c.fd, iov)
 		clear(iov) // drop references to pool buffers
 		switch {
 		case werr == unix.EAGAIN:
@@ -299,6 +298,29 @@ func (q *outQueue) drop(done int) {
 }
 
 // release drops every chunk and segment (closing the queue's descriptors).
+// maxChunkLists bounds the chunk lists a loop keeps from closed connections.
+const maxChunkLists = 256
+
+// queue is c.q, given a chunk list left by a closed connection if it has none:
+// a connection that ever queues output (every upstream connection queues its
+// first request before the connect completes) then allocates no list of its own.
+func (c *conn) queue() *outQueue {
+	if l := c.loop; c.q.chunks == nil && len(l.chunkLists) > 0 {
+		n := len(l.chunkLists) - 1
+		c.q.chunks, l.chunkLists[n] = l.chunkLists[n], nil
+		l.chunkLists = l.chunkLists[:n]
+	}
+	return &c.q
+}
+
+// recycle gives a closed connection's (empty) chunk list to the loop.
+func (q *outQueue) recycle(l *Loop) {
+	if c := cap(q.chunks); c > 0 && c <= 16 && len(l.chunkLists) < maxChunkLists {
+		l.chunkLists = append(l.chunkLists, q.chunks[:0])
+	}
+	q.chunks = nil
+}
+
 func (q *outQueue) release(pool BufferPool) {
 	for i := range q.chunks {
 		q.chunks[i].release(pool)

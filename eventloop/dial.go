@@ -53,28 +53,36 @@ func (l *Loop) Dial(addr netip.AddrPort, timeout time.Duration, h Handler, ctx a
 // connect itself (refused at once, as a unix socket whose queue is full is)
 // is not.
 func (l *Loop) DialWith(addr netip.AddrPort, o DialOptions, h Handler, ctx any) (Conn, error) {
-	var sa unix.Sockaddr
-	family, proto, peer := 0, 0, ""
-	if o.Unix != "" {
-		sa, family, peer = &unix.SockaddrUnix{Name: o.Unix}, unix.AF_UNIX, "unix:"+o.Unix
-	} else {
-		sa, family = toSockaddr(addr)
-		proto, peer = unix.IPPROTO_TCP, addr.String()
+	family, proto := unix.AF_UNIX, 0
+	if o.Unix == "" {
+		family, proto = inetFamily(addr), unix.IPPROTO_TCP
+	}
+	// The peer's name is for errors only: made when one happens, not per dial.
+	peer := func() string {
+		if o.Unix != "" {
+			return "unix:" + o.Unix
+		}
+		return addr.String()
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
-		return nil, &SetupError{Op: "socket", Peer: peer, Err: err}
+		return nil, &SetupError{Op: "socket", Peer: peer(), Err: err}
 	}
 	if err := setupDialSocket(fd, family, o); err != nil {
 		_ = unix.Close(fd)
-		err.Peer = peer
+		err.Peer = peer()
 		return nil, err
 	}
 	// Even an immediate success waits for EPOLLOUT, so OnOpen never runs
 	// inside Dial and the outcome always arrives the same way.
-	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS {
+	if o.Unix != "" {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: o.Unix})
+	} else {
+		err = connectInet(fd, addr)
+	}
+	if err != nil && err != unix.EINPROGRESS {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("dial %s: connect: %w", peer, err)
+		return nil, fmt.Errorf("dial %s: connect: %w", peer(), err)
 	}
 	c := l.newConn(fd, h)
 	c.remote, c.ctx = addr, ctx
@@ -83,7 +91,7 @@ func (l *Loop) DialWith(addr netip.AddrPort, o DialOptions, h Handler, ctx any) 
 	}
 	if err := l.registerConn(c, connConnecting); err != nil {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("dial %s: %w", peer, err)
+		return nil, fmt.Errorf("dial %s: %w", peer(), err)
 	}
 	if o.Timeout > 0 {
 		c.timer.Reset(o.Timeout)

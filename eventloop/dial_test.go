@@ -209,3 +209,39 @@ func TestDialOptions(t *testing.T) {
 		t.Fatalf("bind of an IPv6 source to an IPv4 socket: %+v", r)
 	}
 }
+
+// TestDialInetFamilies: connect(2) from a kernel address built on the stack
+// reaches IPv4, IPv6 and IPv4-mapped peers at the right port.
+func TestDialInetFamilies(t *testing.T) {
+	l, _ := startLoop(t, Config{Handler: echoHandler()})
+	for _, network := range []string{"tcp4", "tcp6"} {
+		ln, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+		if err != nil {
+			if network == "tcp6" {
+				t.Logf("no IPv6 loopback: %v", err)
+				continue
+			}
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		peer := netip.MustParseAddrPort(ln.Addr().String())
+		targets := []netip.AddrPort{peer}
+		if network == "tcp4" {
+			targets = append(targets, netip.AddrPortFrom(netip.AddrFrom16(peer.Addr().As16()), peer.Port()))
+		}
+		for _, target := range targets {
+			accepted := make(chan struct{}, 1)
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					accepted <- struct{}{}
+					c.Close()
+				}
+			}()
+			r := dialWith(t, l, target, DialOptions{}, func(c Conn) {})
+			if !r.opened {
+				t.Fatalf("dial %v: %v", target, r.err)
+			}
+			recv(t, accepted)
+		}
+	}
+}

@@ -114,3 +114,14 @@ type Conn interface {
 	// Loop returns the loop that owns the connection.
 	Loop() *Loop
 }
+
+// InputReadier is implemented by the loop's own TCP connections (not by layers
+// that wrap them): whether input may be waiting in the socket, as nginx's
+// rev->ready says it without a system call. ready: the last read filled the read
+// buffer, so more may wait; a shorter read found the socket drained then, and
+// anything that came since will be reported by the next wait. known is false
+// before the first read and after PauseRead (input may have come unreported):
+// ask the kernel (FIONREAD).
+type InputReadier interface {
+	InputReady() (ready, known bool)
+}

@@ -64,7 +64,7 @@ func (l *Loop) closeAll(err error) {
 func (l *Loop) eachConn(fn func(c *conn)) {
 	for i := range l.table.slots {
 		if s := &l.table.slots[i]; s.kind == slotConn {
-			fn(s.conn)
+			fn(s.conn())
 		}
 	}
 }

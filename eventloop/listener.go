@@ -3,6 +3,7 @@ package eventloop
 import (
 	"fmt"
 	"net/netip"
+	"unsafe"
 
 	"github.com/panjf2000/gnet/v2/pkg/socket"
 	"golang.org/x/sys/unix"
@@ -226,7 +227,7 @@ func (l *Loop) addListener(ln *Listener) error {
 	if l.state.Load() > stateRunning {
 		return fmt.Errorf("listener %s: loop cpu %d is draining", ln.addr, l.cfg.CPU)
 	}
-	ln.gen = l.table.register(ln.fd, slotListener, nil, ln)
+	ln.gen = l.table.register(ln.fd, slotListener, unsafe.Pointer(ln))
 	if err := l.epollAdd(ln.fd, ln.gen, unix.EPOLLIN); err != nil {
 		l.table.unregister(ln.fd)
 		return fmt.Errorf("listener %s: %w", ln.addr, err)

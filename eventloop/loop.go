@@ -50,6 +50,9 @@ type Loop struct {
 
 	scratch []byte
 	iov     [][]byte // writev scratch, at most maxIovecs entries
+	iovecs  [maxIovecs]unix.Iovec
+	// chunkLists are empty output queue lists of closed connections (queue).
+	chunkLists [][]chunk
 
 	listeners   []*Listener
 	failed      []*conn  // connections whose write failed, closed after the callback
@@ -99,7 +102,7 @@ func New(cfg Config) (*Loop, error) {
 		err = l.openTaskFd()
 	}
 	if err == nil {
-		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil, nil), unix.EPOLLIN)
+		err = l.epollAdd(l.tfd, l.table.register(l.tfd, slotTimerfd, nil), unix.EPOLLIN)
 	}
 	if err != nil {
 		l.closeFds()
@@ -211,7 +214,7 @@ func (l *Loop) Run(fn func()) error {
 
 // runTasks runs what Run queued.
 func (l *Loop) runTasks() {
-	_, _ = unix.Read(l.taskFd, l.taskBuf[:])
+	_, _ = rawRead(l.taskFd, l.taskBuf[:])
 	l.mu.Lock()
 	l.running, l.tasks = l.tasks, l.running[:0]
 	l.mu.Unlock()

@@ -66,7 +66,7 @@ func epollEvent(fd int, gen uint32, events uint32) unix.EpollEvent {
 
 func (l *Loop) epollAdd(fd int, gen uint32, events uint32) error {
 	l.modEvent = epollEvent(fd, gen, events)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &l.modEvent); err != nil {
+	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &l.modEvent); err != nil {
 		return fmt.Errorf("epoll_ctl add fd %d: %w", fd, err)
 	}
 	return nil
@@ -74,14 +74,14 @@ func (l *Loop) epollAdd(fd int, gen uint32, events uint32) error {
 
 func (l *Loop) epollMod(fd int, gen uint32, events uint32) error {
 	l.modEvent = epollEvent(fd, gen, events)
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &l.modEvent); err != nil {
+	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, &l.modEvent); err != nil {
 		return fmt.Errorf("epoll_ctl mod fd %d: %w", fd, err)
 	}
 	return nil
 }
 
 func (l *Loop) epollDel(fd int) {
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 }
 
 // openTaskFd makes the eventfd that wakes the loop for tasks.
@@ -91,7 +91,7 @@ func (l *Loop) openTaskFd() error {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	l.taskFd = fd
-	return l.epollAdd(fd, l.table.register(fd, slotTasks, nil, nil), unix.EPOLLIN)
+	return l.epollAdd(fd, l.table.register(fd, slotTasks, nil), unix.EPOLLIN)
 }
 
 // pollBatch waits for, then handles, one batch of ready events.
@@ -123,15 +123,15 @@ func (l *Loop) pollBatch() {
 		}
 		switch s.kind {
 		case slotConn:
-			l.connEvent(s.conn, ev.Events)
+			l.connEvent(s.conn(), ev.Events)
 		case slotListener:
-			l.acceptEvent(s.ln)
+			l.acceptEvent(s.ln())
 		case slotTimerfd:
 			l.onTimerfd()
 		case slotTasks:
 			l.runTasks()
 		case slotWatch:
-			l.watchEvent(s.watch)
+			l.watchEvent(s.watch())
 		}
 		l.closeFailed()
 	}

@@ -153,13 +153,13 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 			c.fail(err) // what was queued before cannot be followed
 			return err
 		}
-		c.q.appendFile(FileSegment{fd: dup, off: off, end: off + n}, true)
+		c.queue().appendFile(FileSegment{fd: dup, off: off, end: off + n}, true)
 		c.queued()
 		return nil
 	}
 	// Nothing queued: send now what the socket takes, under the caller's fd, and
 	// dup only for a rest.
-	c.q.appendFile(FileSegment{fd: fd, off: off, end: off + n}, false)
+	c.queue().appendFile(FileSegment{fd: fd, off: off, end: off + n}, false)
 	err := c.send()
 	if c.q.size == 0 {
 		return nil
@@ -180,7 +180,7 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 
 // SetSendfile implements Conn.
 func (c *conn) SetSendfile(on bool, maxChunk int) {
-	c.sendfile, c.maxChunk = on, max(maxChunk, 0)
+	c.sendfile, c.maxChunk = on, clamp32(maxChunk)
 }
 
 // sendFile sends the head segment with sendfile(2), at most budget bytes; it

@@ -16,15 +16,54 @@ func toSockaddr(addr netip.AddrPort) (unix.Sockaddr, int) {
 	if ip.Is4() || ip.Is4In6() {
 		return &unix.SockaddrInet4{Port: int(addr.Port()), Addr: ip.Unmap().As4()}, unix.AF_INET
 	}
-	sa := &unix.SockaddrInet6{Port: int(addr.Port()), Addr: ip.As16()}
-	if z := ip.Zone(); z != "" {
-		if ifi, err := net.InterfaceByName(z); err == nil {
-			sa.ZoneId = uint32(ifi.Index)
-		} else if n, err := strconv.Atoi(z); err == nil {
-			sa.ZoneId = uint32(n)
-		}
+	return &unix.SockaddrInet6{Port: int(addr.Port()), Addr: ip.As16(), ZoneId: zoneID(ip.Zone())}, unix.AF_INET6
+}
+
+func zoneID(z string) uint32 {
+	if z == "" {
+		return 0
 	}
-	return sa, unix.AF_INET6
+	if ifi, err := net.InterfaceByName(z); err == nil {
+		return uint32(ifi.Index)
+	} else if n, err := strconv.Atoi(z); err == nil {
+		return uint32(n)
+	}
+	return 0
+}
+
+// inetFamily is the socket family toSockaddr and connectInet use for addr.
+func inetFamily(addr netip.AddrPort) int {
+	if ip := addr.Addr(); ip.Is4() || ip.Is4In6() {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
+}
+
+// connectInet is connect(2) to addr from a kernel address on the stack:
+// unix.Connect takes a Sockaddr interface, an allocation per upstream connection.
+func connectInet(fd int, addr netip.AddrPort) error {
+	ip := addr.Addr()
+	var rsa unix.RawSockaddrAny
+	var n uintptr
+	if inetFamily(addr) == unix.AF_INET {
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa))
+		sa.Family, sa.Addr = unix.AF_INET, ip.Unmap().As4()
+		putPort(&sa.Port, addr.Port())
+		n = unix.SizeofSockaddrInet4
+	} else {
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa))
+		sa.Family, sa.Addr, sa.Scope_id = unix.AF_INET6, ip.As16(), zoneID(ip.Zone())
+		putPort(&sa.Port, addr.Port())
+		n = unix.SizeofSockaddrInet6
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), n)
+	return rawErr(e)
+}
+
+// putPort stores a port in network byte order.
+func putPort(p *uint16, port uint16) {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	b[0], b[1] = byte(port>>8), byte(port)
 }
 
 // x/sys's Accept4 and Getsockname ask the kernel for SO_PROTOCOL and allocate a
@@ -36,7 +75,7 @@ func toSockaddr(addr netip.AddrPort) (unix.Sockaddr, int) {
 func accept4(fd int) (int, netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	nfd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+	nfd, _, errno := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
 		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if errno != 0 {
 		return -1, netip.AddrPort{}, errno

@@ -43,7 +43,7 @@ func (l *Loop) armTimerfd() {
 
 // onTimerfd runs the due timers after the timerfd fired.
 func (l *Loop) onTimerfd() {
-	_, _ = unix.Read(l.tfd, l.tfdBuf[:]) // consume the expiration count
+	_, _ = rawRead(l.tfd, l.tfdBuf[:]) // consume the expiration count
 	l.tfdArmed = 0
 	l.runTimers()
 }

@@ -2,6 +2,7 @@ package eventloop
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,8 +24,7 @@ type FDWatch struct {
 // fails the caller still owns fd. Call it on the loop's thread.
 func (l *Loop) WatchFD(fd int, onReadable func()) (*FDWatch, error) {
 	w := &FDWatch{loop: l, fd: fd, fn: onReadable}
-	gen := l.table.register(fd, slotWatch, nil, nil)
-	l.table.slots[fd].watch = w
+	gen := l.table.register(fd, slotWatch, unsafe.Pointer(w))
 	if err := l.epollAdd(fd, gen, unix.EPOLLIN); err != nil {
 		l.table.unregister(fd)
 		return nil, fmt.Errorf("watch fd %d: %w", fd, err)
@@ -58,7 +58,7 @@ func (l *Loop) watchEvent(w *FDWatch) {
 func (l *Loop) closeWatches() {
 	for i := range l.table.slots {
 		if s := &l.table.slots[i]; s.kind == slotWatch {
-			_ = s.watch.Close()
+			_ = s.watch().Close()
 		}
 	}
 }

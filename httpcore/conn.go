@@ -39,12 +39,10 @@ const (
 // when bytes arrive and given back when the connection goes idle, so an idle
 // keep-alive connection holds a small struct and no buffer.
 type conn struct {
-	w      *Worker
-	conn   eventloop.Conn
-	id     uint64
-	local  netip.AddrPort
-	remote netip.AddrPort
-	state  connState
+	w     *Worker
+	conn  eventloop.Conn
+	id    uint64
+	state connState
 	// lstat is what the connection is doing; stat where the worker's gauges count
 	// it (connstats.go).
 	lstat, stat connStat
@@ -71,12 +69,12 @@ type conn struct {
 	// replaced when the next response starts.
 	rateLimited bool
 	keepAlive   bool
-	pipelined   bool      // the next request's bytes were here when the last one ended
-	srvConf     *LocConf  // the server's config (the default server's until a request names one)
-	lcf         *LocConf  // the location's config, else srvConf
-	lingerUntil time.Time // csDiscard, csLinger: the end of lingering_time
-	sub         *subState // a subrequest's connection (subrequest.go); nil for a client's
-	subs        []*conn   // the subrequests running for this client connection's requests
+	pipelined   bool          // the next request's bytes were here when the last one ended
+	srvConf     *LocConf      // the server's config (the default server's until a request names one)
+	lcf         *LocConf      // the location's config, else srvConf
+	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
+	sub         *subState     // a subrequest's connection (subrequest.go); nil for a client's
+	subs        []*conn       // the subrequests running for this client connection's requests
 
 	*Request // nil while idle
 }
@@ -123,14 +121,20 @@ func (c *conn) giveRequest() {
 // maxFreeRequests bounds the request states a worker keeps for reuse.
 const maxFreeRequests = 1024
 
+// localAddr and remoteAddr are the connection's (its PROXY protocol layer's,
+// if any) addresses; not copied into conn, which an idle connection holds.
+func (c *conn) localAddr() netip.AddrPort  { return c.conn.LocalAddr() }
+func (c *conn) remoteAddr() netip.AddrPort { return c.conn.RemoteAddr() }
+
 func newConn(w *Worker, c eventloop.Conn) *conn {
-	return &conn{w: w, conn: c, id: connectionSerial.Add(1), local: c.LocalAddr(), remote: c.RemoteAddr()}
+	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
+	return &conn{w: w, conn: c, id: connectionSerial.Add(1)}
 }
 
 // defaultServerConf is the core config of the listen address's default server,
 // which governs a connection until a request names its server (nginx does the same).
 func (c *conn) defaultServerConf() *LocConf {
-	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+	if a := c.w.snapshotFor(c.localAddr()).Routes.Addr(c.localAddr()); a != nil {
 		return ServerConf(a.Default)
 	}
 	return DefaultConf()
@@ -273,7 +277,7 @@ func (c *conn) gateRead() {
 func (c *conn) begin() {
 	c.takeRequest()
 	r := c.Request
-	r.snap = c.w.snapshotFor(c.local)
+	r.snap = c.w.snapshotFor(c.localAddr())
 	r.started = time.Now()
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
@@ -287,7 +291,7 @@ func (c *conn) begin() {
 	r.remoteSet, r.accessCode = false, 0
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
-	if a := r.snap.Routes.Addr(c.local); a != nil {
+	if a := r.snap.Routes.Addr(c.localAddr()); a != nil {
 		r.srv = a.Default
 	}
 	c.conn.SetIdle(false)
@@ -308,7 +312,7 @@ func (c *conn) handle() {
 	// As nginx, the path is normalised by the rules of the address's default server:
 	// it is parsed before the Host header names the request's server.
 	mergeSlashes := true
-	if a := c.snap.Routes.Addr(c.local); a != nil {
+	if a := c.snap.Routes.Addr(c.localAddr()); a != nil {
 		mergeSlashes = ServerConf(a.Default).MergeSlashes
 		var re *pcre.Regexp
 		c.srv, re = a.ServerName(r.Host())
@@ -489,9 +493,9 @@ func (c *conn) onTimeout() {
 		}
 		switch {
 		case len(c.in) > 0:
-			c.w.log.Info("client timed out while reading client request headers", "client", c.remote.String())
+			c.w.log.Info("client timed out while reading client request headers", "client", c.remoteAddr().String())
 		case c.requests == 0:
-			c.w.log.Info("client timed out while waiting for request", "client", c.remote.String())
+			c.w.log.Info("client timed out while waiting for request", "client", c.remoteAddr().String())
 		}
 		// As nginx, a head that did not arrive in time gets no answer (its 408 is
 		// only logged there): the connection is closed, as an idle one is, and
@@ -555,7 +559,7 @@ func (c *conn) armSendTimeout() {
 // before the request state goes back) unless it runs on (ClientGone).
 func (c *conn) onClose(err error) {
 	if errors.Is(err, eventloop.ErrWriteTimeout) {
-		c.w.log.Info("client timed out while sending response to client", "client", c.remote.String())
+		c.w.log.Info("client timed out while sending response to client", "client", c.remoteAddr().String())
 	}
 	c.state = csClosed
 	c.release()
@@ -565,7 +569,7 @@ func (c *conn) onClose(err error) {
 // selects on the connection's address (http1.NameRulesByHost); it is asked only where
 // the servers of the address differ (LocConf.nameRulesVary).
 func (c *conn) NameRulesFor(host []byte) http1.NameRules {
-	if a := c.w.snapshotFor(c.local).Routes.Addr(c.local); a != nil {
+	if a := c.w.snapshotFor(c.localAddr()).Routes.Addr(c.localAddr()); a != nil {
 		return ServerConf(a.Server(host)).NameRules()
 	}
 	return c.req.Names

@@ -350,7 +350,7 @@ func (r *Request) appendAbsolute(h, location []byte) []byte {
 	} else {
 		h = append(h, "http://"...)
 	}
-	local := r.c.local
+	local := r.c.localAddr()
 	if lcf.ServerNameInRedirect {
 		h = append(h, r.serverName()...)
 	} else if host := r.req.Host(); len(host) > 0 {

@@ -30,7 +30,7 @@ func (r *Request) RunPhases() {
 			r.rewritten = false
 			r.redirects++
 			if r.redirects > maxURIChanges {
-				c.w.log.Error("rewrite or internal redirection cycle while processing \""+string(r.uriBuf)+"\"", "client", c.remote.String())
+				c.w.log.Error("rewrite or internal redirection cycle while processing \""+string(r.uriBuf)+"\"", "client", c.remoteAddr().String())
 				r.phase = len(e)
 				c.serverError()
 				return

@@ -197,7 +197,7 @@ func (r *Request) LocConf(m *conf.Module) any {
 func (r *Request) CoreConf() *LocConf { return r.c.lcf }
 
 // LocalAddr is the address the client connected to.
-func (r *Request) LocalAddr() netip.AddrPort { return r.c.local }
+func (r *Request) LocalAddr() netip.AddrPort { return r.c.localAddr() }
 
 // HTTPS reports a connection on an address that speaks TLS (nginx's $https),
 // unless the client spoke plain HTTP to it (the TLS layer's connection says so).
@@ -205,7 +205,7 @@ func (r *Request) HTTPS() bool {
 	if p, ok := r.c.conn.(interface{ PlainHTTP() bool }); ok && p.PlainHTTP() {
 		return false
 	}
-	a := r.c.w.snapshotFor(r.c.local).Routes.Addr(r.c.local)
+	a := r.c.w.snapshotFor(r.c.localAddr()).Routes.Addr(r.c.localAddr())
 	return a != nil && a.SSL
 }
 
@@ -215,12 +215,12 @@ func (r *Request) RemoteAddr() netip.AddrPort {
 	if r.remoteSet {
 		return r.remote
 	}
-	return r.c.remote
+	return r.c.remoteAddr()
 }
 
 // PeerAddr is the address of the connection's peer, whatever SetRemoteAddr said
 // ($realip_remote_addr).
-func (r *Request) PeerAddr() netip.AddrPort { return r.c.remote }
+func (r *Request) PeerAddr() netip.AddrPort { return r.c.remoteAddr() }
 
 // SetRemoteAddr makes a the client's address for the rest of this request (nginx's
 // realip module changes c->sockaddr until the request ends): every later phase,

@@ -66,7 +66,7 @@ func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	c := r.c
 	sc := c.w.takeSubConn()
 	st := sc.sub
-	*sc = conn{w: c.w, id: c.id, local: c.local, remote: c.remote, state: csWait, requests: c.requests,
+	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests,
 		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
 	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{main: c.conn}}
 	sc.conn = &st.sock

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"testing"
+
+	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // namingVars name the variable they are asked for; they test the template machinery
@@ -66,7 +68,7 @@ func BenchmarkTemplate(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := NewWorker(snap, slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
-	c := &conn{w: w, local: netip.MustParseAddrPort("127.0.0.1:8080"), remote: netip.MustParseAddrPort("192.0.2.7:51234"), id: 7, requests: 3}
+	c := &conn{w: w, conn: addrConn{local: netip.MustParseAddrPort("127.0.0.1:8080"), remote: netip.MustParseAddrPort("192.0.2.7:51234")}, id: 7, requests: 3}
 	c.Request = &Request{c: c, status: 200}
 	c.in = []byte("GET /api/items?id=42&x=y HTTP/1.1\r\nHost: Example.com:8080\r\nUser-Agent: bench/1.0\r\nX-Forwarded-For: 203.0.113.1\r\nCookie: a=1; sid=abc\r\n\r\n")
 	n, err := c.req.Parse(c.in)
@@ -106,3 +108,13 @@ func BenchmarkTemplate(b *testing.B) {
 		dst = tmpl.Append(dst[:0], c.Request)
 	}
 }
+
+// addrConn answers the address methods the variables ask for; the benchmark
+// sends nothing.
+type addrConn struct {
+	eventloop.Conn
+	local, remote netip.AddrPort
+}
+
+func (a addrConn) LocalAddr() netip.AddrPort  { return a.local }
+func (a addrConn) RemoteAddr() netip.AddrPort { return a.remote }

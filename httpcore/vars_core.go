@@ -57,9 +57,9 @@ var coreVariables = []Variable{
 		return strconv.AppendInt(dst, n, 10)
 	}},
 	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte { return AppendPort(dst, r.RemoteAddr()) }},
-	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.local.Addr().AppendTo(dst) }},
+	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.localAddr().Addr().AppendTo(dst) }},
 	{Name: "server_port", Get: func(dst []byte, r *Request, _ string) []byte {
-		return strconv.AppendUint(dst, uint64(r.c.local.Port()), 10)
+		return strconv.AppendUint(dst, uint64(r.c.localAddr().Port()), 10)
 	}},
 	{Name: "server_name", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.serverName()...) }},
 	{Name: "server_protocol", Get: func(dst []byte, r *Request, _ string) []byte {

@@ -251,7 +251,7 @@ func (r *Request) appendDeclared(dst []byte, d *Declared) []byte {
 		return dst
 	}
 	if r.varDepth >= maxVarDepth {
-		r.Log().Error("cycle while evaluating variable \""+d.Name+"\"", "client", r.c.remote.String())
+		r.Log().Error("cycle while evaluating variable \""+d.Name+"\"", "client", r.c.remoteAddr().String())
 		return dst
 	}
 	r.varDepth++

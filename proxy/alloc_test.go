@@ -3,10 +3,13 @@
 package proxy
 
 import (
+	"bytes"
 	"net"
 	"runtime"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSteadyPathAllocs: a proxied keep-alive request and a return, through a real
@@ -57,5 +60,224 @@ func TestSteadyPathAllocs(t *testing.T) {
 	// A few allocations of the runtime itself may land in the window.
 	if got := after.Mallocs - before.Mallocs; got > n/50 {
 		t.Fatalf("%d allocations for %d proxied requests and %d returns", got, n, n)
+	}
+}
+
+// TestNewConnectionAllocs: a new client connection per request (accept, one
+// proxied request with Connection: close, close) allocates two objects, the
+// loop's connection and the HTTP connection (their timers' callbacks are not
+// closures); the request state and buffers come from pools. They are not
+// recycled: a handler may still hold a closed Conn, whose methods must keep
+// failing rather than reach the next connection. The client is raw system calls,
+// which allocate nothing.
+func TestNewConnectionAllocs(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
+	port := freeBenchPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	startWorker(t, addr, `
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`)
+	sa := &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	req := []byte("GET /api/items?id=42 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 4096)
+	once := func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Write(fd, req); err != nil {
+			t.Fatal(err)
+		}
+		have := 0
+		for { // until the proxy closes
+			n, err := unix.Read(fd, buf[have:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			have += n
+		}
+		if have < 12 || string(buf[9:12]) != "200" {
+			t.Fatalf("response %q", buf[:have])
+		}
+	}
+	for i := 0; i < 300; i++ {
+		once()
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		once()
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.Mallocs - before.Mallocs; got > 2*n+n/50 {
+		t.Fatalf("%d allocations (%d bytes) for %d connections, want 2 each", got, after.TotalAlloc-before.TotalAlloc, n)
+	}
+}
+
+// TestIdleConnectionBytes: what an idle keep-alive connection keeps on the heap
+// after one proxied request (the loop's and the HTTP connection, their share of
+// the fd table and the timer heap), measured after a GC with raw-syscall clients
+// that hold nothing on the heap. The idle bench shape sees this plus the
+// runtime's headroom in RSS.
+func TestIdleConnectionBytes(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
+	port := freeBenchPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	startWorker(t, addr, `
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`)
+	sa := &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	req := []byte("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	buf := make([]byte, 4096)
+	open := func() int {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Write(fd, req); err != nil {
+			t.Fatal(err)
+		}
+		have := 0
+		for !bytes.HasSuffix(buf[:have], []byte("hello, world\n")) {
+			n, err := unix.Read(fd, buf[have:])
+			if err != nil || n == 0 {
+				t.Fatalf("read: %v (%d bytes)", err, have)
+			}
+			have += n
+		}
+		return fd
+	}
+	const warm, n = 200, 2000
+	fds := make([]int, 0, warm+n)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for range warm {
+		fds = append(fds, open())
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		fds = append(fds, open())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	t.Logf("%.0f heap bytes per idle connection", per)
+	if per > 560 {
+		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 560", per)
+	}
+}
+
+// rawCloseUpstream answers one request per connection with response and closes,
+// all in raw system calls on one goroutine, so that it allocates nothing.
+func rawCloseUpstream(tb testing.TB, response string) string {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 128); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := unix.Getsockname(lfd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Shutdown(lfd, unix.SHUT_RDWR); unix.Close(lfd) })
+	resp := []byte(response)
+	go func() {
+		buf := make([]byte, 16<<10)
+		for {
+			r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(lfd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+			if e != 0 {
+				return
+			}
+			fd := int(r)
+			have := 0
+			for !bytes.Contains(buf[:have], []byte("\r\n\r\n")) {
+				n, err := unix.Read(fd, buf[have:])
+				if err != nil || n <= 0 {
+					break
+				}
+				have += n
+			}
+			unix.Write(fd, resp)
+			unix.Close(fd)
+		}
+	}()
+	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+}
+
+// TestUpstreamDialAllocs: a request that needs a new upstream connection (the
+// upstream closes each one) allocates only the loop's connection beyond the
+// steady path: the connect address, the peer's name for errors and the set-up
+// error target are not made per dial, and the output queue's chunk list comes
+// from a closed connection.
+func TestUpstreamDialAllocs(t *testing.T) {
+	up := rawCloseUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: close\r\n\r\nhello, world\n")
+	addr := "127.0.0.1:" + strconv.Itoa(freeBenchPort(t))
+	startWorker(t, addr, `
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    keepalive_requests 100000;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 64<<10)}
+	req := []byte("GET /api HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	for range 200 {
+		k.roundTrip(t, req)
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if st := k.roundTrip(t, req); st != 200 {
+			t.Fatalf("status %d", st)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.Mallocs - before.Mallocs; got > n+n/50 {
+		t.Fatalf("%d allocations for %d requests on new upstream connections, want 1 each", got, n)
 	}
 }

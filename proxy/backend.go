@@ -243,7 +243,10 @@ func (ex *exchange) connect() bool {
 			conn, err = ex.st.w.Loop().DialWith(p.Addr, ex.dialOptions(p.Unix), &ex.st.backends, ex)
 		}
 		var setup *eventloop.SetupError
-		if err != nil && (localDialError(err) || errors.As(err, &setup)) {
+		if err != nil && !localDialError(err) {
+			setup = asSetupError(err)
+		}
+		if err != nil && (localDialError(err) || setup != nil) {
 			// This host is out of descriptors or memory, or could not set the socket
 			// up (proxy_bind): the server is not at fault (its state stays as it is)
 			// and the next one would fare no better. nginx answers 500 to a failed
@@ -302,6 +305,14 @@ func (ex *exchange) takeIdle(k upstream.PeerKey) (eventloop.Conn, int) {
 
 // localDialError reports an error of this host's own resources (descriptors, memory,
 // socket buffers) in setting up an upstream connection.
+// asSetupError is errors.As for a *SetupError, in a function of its own so that
+// the target escapes only when a dial failed, not on every dial.
+func asSetupError(err error) *eventloop.SetupError {
+	var setup *eventloop.SetupError
+	errors.As(err, &setup)
+	return setup
+}
+
 func localDialError(err error) bool {
 	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
 		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)

@@ -209,3 +209,30 @@ func TestOpenLoopSmall(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestParsePerfTraceSummary(t *testing.T) {
+	in := `
+ Summary of events:
+
+ numaproxy (23317), 1278 events, 2.1%
+
+   syscall            calls  errors  total       min       avg       max       stddev
+                                     (msec)    (msec)    (msec)    (msec)        (%)
+   --------------- --------  ------ -------- --------- --------- ---------     ------
+   nanosleep            319      0  3560.704     0.000    11.162    46.741      1.95%
+   read                   5      1     0.100     0.010     0.020     0.030      1.00%
+
+
+ numaproxy (23322), 58299 events, 96.0%
+
+   syscall            calls  errors  total       min       avg       max       stddev
+                                     (msec)    (msec)    (msec)    (msec)        (%)
+   --------------- --------  ------ -------- --------- --------- ---------     ------
+   epoll_pwait          990     38   792.383     0.000     0.800    24.040     14.79%
+   read               13851      3   394.880     0.019     0.029     0.757      0.34%
+`
+	calls, errs := parsePerfTraceSummary(strings.NewReader(in))
+	if len(calls) != 3 || calls["read"] != 13856 || errs["read"] != 4 || calls["epoll_pwait"] != 990 || errs["epoll_pwait"] != 38 || calls["nanosleep"] != 319 {
+		t.Fatalf("calls %v errors %v", calls, errs)
+	}
+}

@@ -58,6 +58,10 @@ type summary struct {
 	KBVsNginx        float64 `json:"kb_per_conn_vs_nginx,omitempty"`
 	MBpsVsNginx      float64 `json:"mb_per_s_vs_nginx,omitempty"`
 	GzipVsNginx      float64 `json:"gzip_bytes_vs_nginx,omitempty"`
+	// The syscalls shapes: calls per request by system call, medians.
+	Syscalls     map[string]float64 `json:"syscalls_per_req,omitempty"`
+	SyscallErrs  map[string]float64 `json:"syscall_errors_per_req,omitempty"`
+	SyscallTotal float64            `json:"syscalls_total_per_req,omitempty"`
 }
 
 func summarize(results, discarded []runResult) []summary {
@@ -121,6 +125,7 @@ func summarize(results, discarded []runResult) []summary {
 		s.ReqPerSec, s.CPUus, s.RSSMiB, s.MBps = spreadOf(rps), spreadOf(cpu), spreadOf(rss), spreadOf(mbps)
 		s.P50, s.P99, s.P999, s.KBPerConn, s.Local = spreadOf(p50), spreadOf(p99), spreadOf(p999), spreadOf(kb), spreadOf(local)
 		s.LagP99, s.GzipBytes = spreadOf(lag), spreadOf(gz)
+		s.syscallMedians(rs)
 		out = append(out, s)
 	}
 	ratio := func(a, b spread) float64 {
@@ -210,6 +215,8 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 			return e
 		}
 		switch shape {
+		case "syscalls-keepalive", "syscalls-close":
+			printSyscallTable(tw, rows)
 		case "openloop":
 			fmt.Fprintln(tw, "proxy\treq/s\tCPU µs/req\tCPU ×nginx\tp50 µs\tp99 µs\tp99.9 µs\tp99 ×nginx\tsend lag p99 µs\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {

@@ -107,6 +107,8 @@ var shapeDefs = []shapeDef{
 	{Name: "gzip1", Title: "100 KB text/html compressed with gzip level 1 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz1/100k"), gzip: true},
 	{Name: "gzip5", Title: "100 KB text/html compressed with gzip level 5 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz5/100k"), gzip: true},
 	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
+	{Name: "syscalls-keepalive", Title: "system calls per request, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape()},
+	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("Connection: close")},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
