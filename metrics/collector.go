@@ -67,6 +67,8 @@ var (
 	descSteerPackets     = desc("steering_packets_total", "Packets the steering program handled, by domain of the CPU they arrived on (-1: a CPU of no domain) and result: selected (a listener of that domain), fallback (none there: kernel hash), migrated and migrate_fallback (a closing listener's queue).", "listen", "domain", "result")
 	descConntrack        = desc("steering_conntrack_clients", "Client addresses in a node's conntrack map of the steering program (an LRU map: at its size it evicts the oldest).", "listen", "node")
 	descProcessNodeBytes = desc("process_memory_node_bytes", "The process's resident memory on each NUMA node (/proc/self/numa_maps).", "node")
+	descPoolResident     = desc("pool_resident_bytes", "Buffer pool memory of a domain's arena resident on each NUMA node (page_node; /proc/self/numa_maps): the bytes with page_node != node are off the domain's node.", "domain", "node", "page_node")
+	descNodeAllocs       = desc("node_page_allocations_total", "The kernel's page allocation counters of a NUMA node (/sys/devices/system/node/node<N>/numastat), system-wide, not this process's only: numa_hit and numa_miss (pages on this node that the allocation's policy did or did not prefer), numa_foreign (pages preferred here but placed elsewhere), local_node and other_node (pages on this node allocated by a task running on this node or on another), interleave_hit.", "node", "stat")
 )
 
 // collector is a prometheus.Collector over one scrape's gathering: Collect copies

@@ -70,8 +70,15 @@
 // migrate_fallback: the share of fallback is the accepts the program had to send
 // elsewhere), numa_enabled, domain_info{domain,node,loops}, pool_mapped_bytes,
 // pool_in_use_bytes, pool_released_bytes_total, pool_bound and
-// pool_heap_fallback_total by domain and node, process_memory_node_bytes{node}
-// (/proc/self/numa_maps). The process: reloads_total{result} (ok, failed),
+// pool_heap_fallback_total by domain and node, pool_resident_bytes{domain,node,
+// page_node} (each arena's resident pages by the node they are on, from
+// /proc/self/numa_maps: page_node != node is memory off its domain's node),
+// process_memory_node_bytes{node} (the whole process's, same file), and
+// node_page_allocations_total{node,stat}: the kernel's numastat counters (numa_hit,
+// numa_miss, numa_foreign, local_node, other_node, interleave_hit), which count the
+// whole machine's page allocations, not this process's only; other_node over
+// local_node+other_node is the share placed off the allocating CPU's node
+// (TestMemoryLocalityInVM). The process: reloads_total{result} (ok, failed),
 // config_load_timestamp_seconds, and client_golang's go_* and process_* metrics.
 //
 // # Where it differs from nginx

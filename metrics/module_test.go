@@ -235,11 +235,30 @@ func TestReadNUMAMaps(t *testing.T) {
 7f0000000000 bind:1 anon=512 dirty=512 N1=512 kernelpagesize_kB=2048
 7fff00000000 default stack anon=3 dirty=3 N0=3 kernelpagesize_kB=4
 `), 0o644)
-	got, err := readNUMAMaps(f)
+	got, inArena, err := readNUMAMaps(f, [][2]uintptr{{0x7f0000000000, 0x7f0040000000}, {0x500000, 0x600000}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[0] != 9*4096 || got[1] != 4*4096+512*2<<20 || len(got) != 2 {
 		t.Errorf("per node %v", got)
+	}
+	if inArena[0][1] != 512*2<<20 || len(inArena[0]) != 1 || len(inArena[1]) != 0 {
+		t.Errorf("per arena %v", inArena)
+	}
+}
+
+func TestReadNumastat(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"node0", "node1", "possible"} {
+		os.MkdirAll(filepath.Join(dir, n), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "node1", "numastat"), []byte("numa_hit 120\nnuma_miss 3\nother_node 7\n"), 0o644)
+	got, err := readNumastat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []numastat{{"numa_hit", 120}, {"numa_miss", 3}, {"other_node", 7}}
+	if len(got) != 1 || len(got[1]) != 3 || got[1][0] != want[0] || got[1][1] != want[1] || got[1][2] != want[2] {
+		t.Errorf("numastat %v", got)
 	}
 }

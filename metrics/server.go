@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -88,27 +89,63 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	if nodes, err := readNUMAMaps("/proc/self/numa_maps"); err == nil {
+	arenas := make([][2]uintptr, len(m.Pools))
+	for i, p := range m.Pools {
+		arenas[i][0], arenas[i][1] = p.Arena()
+	}
+	if nodes, inArena, err := readNUMAMaps("/proc/self/numa_maps", arenas); err == nil {
 		for node, b := range nodes {
 			gauge(ch, descProcessNodeBytes, float64(b), itoa(node))
+		}
+		for i, p := range m.Pools {
+			d, n := itoa(p.ID()), itoa(p.Node())
+			for node, b := range inArena[i] {
+				gauge(ch, descPoolResident, float64(b), d, n, itoa(node))
+			}
+		}
+	}
+	if stats, err := readNumastat("/sys/devices/system/node"); err == nil {
+		for node, st := range stats {
+			for _, s := range st {
+				counter(ch, descNodeAllocs, s.pages, itoa(node), s.name)
+			}
 		}
 	}
 }
 
 // readNUMAMaps sums the pages of every mapping of a numa_maps file per node
-// ("N<node>=<pages>", each mapping's pages being kernelpagesize_kB large).
-func readNUMAMaps(path string) (map[int]int64, error) {
+// ("N<node>=<pages>", each mapping's pages being kernelpagesize_kB large), over
+// all mappings and over the mappings starting in each of arenas ([start, end)).
+func readNUMAMaps(path string, arenas [][2]uintptr) (nodes map[int]int64, inArena []map[int]int64, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	nodes := map[int]int64{}
+	nodes = map[int]int64{}
+	inArena = make([]map[int]int64, len(arenas))
+	for i := range inArena {
+		inArena[i] = map[int]int64{}
+	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		pageSize := int64(4096)
 		var counts []struct{ node, pages int64 }
-		for _, f := range strings.Fields(sc.Text()) {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		// An arena is one mapping, split into several by mprotect: each part
+		// starts inside it.
+		arena := -1
+		if start, err := strconv.ParseUint(fields[0], 16, 64); err == nil {
+			for i, a := range arenas {
+				if uintptr(start) >= a[0] && uintptr(start) < a[1] {
+					arena = i
+				}
+			}
+		}
+		for _, f := range fields[1:] {
 			if v, ok := strings.CutPrefix(f, "kernelpagesize_kB="); ok {
 				if kb, err := strconv.ParseInt(v, 10, 64); err == nil {
 					pageSize = kb << 10
@@ -130,7 +167,45 @@ func readNUMAMaps(path string) (map[int]int64, error) {
 		}
 		for _, c := range counts {
 			nodes[int(c.node)] += c.pages * pageSize
+			if arena >= 0 {
+				inArena[arena][int(c.node)] += c.pages * pageSize
+			}
 		}
 	}
-	return nodes, sc.Err()
+	return nodes, inArena, sc.Err()
+}
+
+// numastat is one line of a node's numastat file: a counter of pages allocated.
+type numastat struct {
+	name  string
+	pages uint64
+}
+
+// readNumastat reads the kernel's page allocation counters of every node under
+// dir (/sys/devices/system/node/node<N>/numastat: numa_hit, numa_miss, ...).
+func readNumastat(dir string) (map[int][]numastat, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]numastat{}
+	for _, e := range ents {
+		id, ok := strings.CutPrefix(e.Name(), "node")
+		node, err := strconv.Atoi(id)
+		if !ok || err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "numastat"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			name, v, ok := strings.Cut(line, " ")
+			pages, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if ok && err == nil {
+				out[node] = append(out[node], numastat{name, pages})
+			}
+		}
+	}
+	return out, nil
 }
