@@ -82,6 +82,8 @@ type exchange struct {
 	rchunks  http1.ChunkedDecoder
 	gotBytes bool // any response byte arrived on the current connection
 
+	ck *cacheCtx // proxy_cache's state (cache.go); kept across requests
+
 	// The response spilled to a temporary file for a slow client (spill.go).
 	spill         responseSpill
 	spillPending  []byte // bytes the file could not take, sent after it
@@ -192,6 +194,9 @@ func (ex *exchange) connect() bool {
 		p := ex.bal.Pick(now, key, r.RemoteAddr().Addr(), &ex.tried)
 		if p == nil {
 			ex.st.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", ex.r.RemoteAddr().String())
+			if ex.staleFor(NextError) {
+				return false
+			}
 			ex.end()
 			r.Fail(502)
 			return false
@@ -246,6 +251,9 @@ func (ex *exchange) connect() bool {
 			if ex.canRetry(NextError) {
 				ex.countRetry()
 				continue
+			}
+			if ex.staleFor(NextError) {
+				return false
 			}
 			ex.end()
 			r.Fail(502)
@@ -459,6 +467,9 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 		ex.connect()
 		return
 	}
+	if ex.staleFor(cond) {
+		return
+	}
 	r := ex.r
 	ex.end()
 	r.Fail(status) // closes the client if part of a response went out
@@ -651,6 +662,9 @@ func (ex *exchange) startResponse(headLen int) {
 			ex.accelRedirect(uri, headLen)
 			return
 		}
+	}
+	if ex.ck != nil && ex.cacheResponse(code, headLen) {
+		return // an expired entry stood in for the response
 	}
 	ex.responseHeader()
 	r.SendHeader()
@@ -866,6 +880,9 @@ func (ex *exchange) cacheable(clean bool) bool {
 // client goes on.
 func (ex *exchange) complete(clean bool) {
 	r := ex.r
+	if ex.ck != nil {
+		ex.cacheCommit()
+	}
 	spilling := ex.spill.active
 	if !spilling {
 		r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
@@ -927,6 +944,9 @@ func (ex *exchange) Abort() {
 // keep the request in a local first.
 func (ex *exchange) end() {
 	ex.state = exDone
+	if ex.ck != nil {
+		ex.cacheEnd()
+	}
 	if ex.vt != nil {
 		ex.vt.query.Cancel()
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/numaproxy/numaproxy/cache"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -31,8 +32,11 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 		r.SetCtx(key, ex)
 	}
 	st := r.Worker().State(key).(*loopState)
-	vt := ex.vt
-	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt}
+	vt, ck := ex.vt, ex.ck
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt, ck: ck}
+	if ck != nil {
+		ck.ex, ck.zone, ck.status = nil, nil, csNone
+	}
 	r.SetPending(ex)
 	if lc.Pass.Value == nil {
 		if !ex.useGroup(lc.Pass.Group) {
@@ -57,8 +61,16 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 // begin sends the request to the exchange's group, now known, reading its body
 // as it goes or whole first.
 func (ex *exchange) begin() {
+	if ex.lc.Cache.Zone != nil && ex.cacheStart() {
+		return // answered from the cache, or waiting for proxy_cache_lock
+	}
+	ex.forward()
+}
+
+// forward goes upstream.
+func (ex *exchange) forward() {
 	r, lc := ex.r, ex.lc
-	ex.resp.HeadRequest = r.IsHEAD()
+	ex.resp.HeadRequest = r.IsHEAD() && !ex.convertHead()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
 	bufferAll := kind != httpcore.BodyNone && lc.RequestBuffering && lc.PassRequestBody
@@ -135,6 +147,7 @@ type snapState struct {
 	groups   *upstream.Groups
 	hashKeys map[*upstream.Group]*httpcore.Template // hash KEY, compiled
 	targets  map[string]*upstream.Group             // for proxy_pass with variables (targetKeys)
+	cacheKey *httpcore.Template                     // proxy_cache_key's default
 }
 
 func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(*snapState) }
@@ -143,6 +156,20 @@ func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(
 func initModule(s *httpcore.Setup) error {
 	st := &snapState{groups: upstream.GroupsOf(s.Config), hashKeys: map[*upstream.Group]*httpcore.Template{}}
 	st.targets = targetKeys(st.groups)
+	k, err := s.Variables().Compile("$scheme$proxy_host$request_uri")
+	if err != nil {
+		return err
+	}
+	st.cacheKey = k
+	if s.Config.HTTP != nil {
+		for _, z := range s.Config.HTTP.Conf(self).(*LocConf).cachePaths {
+			zone, err := cache.Open(z.cfg, slog.Default())
+			if err != nil {
+				return &conf.Error{Pos: z.pos, Msg: "proxy_cache_path: " + err.Error(), Err: err}
+			}
+			z.zone = zone
+		}
+	}
 	for _, g := range st.groups.List {
 		if g.Method == upstream.Hash || g.Method == upstream.HashConsistent {
 			t, err := s.Variables().Compile(g.HashKey)
@@ -285,6 +312,7 @@ var variables = []httpcore.Variable{
 		}
 		return dst
 	}},
+	{Name: "upstream_cache_status", Get: upstreamCacheStatus},
 	{Name: "upstream_response_time", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		if ex := running(r); ex != nil && ex.status != 0 {
 			return httpcore.AppendSeconds(dst, ex.responseTime)

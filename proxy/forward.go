@@ -31,7 +31,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 	}
 	if len(h) > mark {
 		// proxy_method's, which stays after an error_page redirect, as in nginx
-	} else if r.AsGET() && !r.IsHEAD() {
+	} else if r.AsGET() && !r.IsHEAD() || ex.convertHead() {
 		h = append(h, "GET"...)
 	} else {
 		h = append(h, req.Method()...)
