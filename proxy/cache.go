@@ -85,7 +85,7 @@ func (ex *exchange) cacheStart() bool {
 		c = &cacheCtx{}
 		ex.ck = c
 	}
-	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.zone, csNone, false, false, false
+	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.target.zone, csNone, false, false, false
 	c.waitUntil = time.Time{}
 	c.convertHead = bit == cacheHEAD && cc.ConvertHead
 	k := cc.Key

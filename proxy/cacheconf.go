@@ -34,9 +34,10 @@ const UseStaleUpdating = NextNonIdempotent << 1
 // cacheZone is a keys zone a configuration names: its proxy_cache_path, and the zone
 // the snapshot opened (Init).
 type cacheZone struct {
-	cfg  cache.Config
-	pos  conf.Pos
-	zone *cache.Zone
+	cfg    cache.Config
+	pos    conf.Pos
+	zone   *cache.Zone // of a proxy_cache_path, opened by Init
+	target *cacheZone  // of a proxy_cache: its proxy_cache_path
 }
 
 type cacheValid struct {
@@ -352,12 +353,12 @@ func checkCache(cfg *conf.Config, self *conf.Module) error {
 	httpcore.Walk(cfg, self, func(v any) {
 		lc := v.(*LocConf)
 		z := lc.Cache.Zone
-		if z == nil || z.cfg.Dir != "" || err != nil || lc.set&bitCache == 0 {
+		if z == nil || z.target != nil || err != nil {
 			return
 		}
 		for _, p := range paths {
 			if p.cfg.Name == z.cfg.Name {
-				lc.Cache.Zone = p
+				z.target = p
 				return
 			}
 		}
