@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +81,9 @@ func cacheConf(addr, up string) string {
 `, addr, up, up, up, up, up)
 }
 
+// serverSignature is the name and version an error page carries.
+var serverSignature = regexp.MustCompile(`(numaproxy|nginx)/[0-9.]+`)
+
 // cacheStep is one request of a scripted series and what it saw.
 type cacheStep struct {
 	method, path string
@@ -101,6 +107,7 @@ func runCacheSeries(t *testing.T, addr string, steps []cacheStep, count func(str
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		body = serverSignature.ReplaceAll(body, []byte("SERVER"))
 		out = append(out, fmt.Sprintf("%s %s: %d %s %q upstream=%d", s.method, s.path, resp.StatusCode, resp.Header.Get("X-Cache"), body, count(strings.SplitN(s.path, "?", 2)[0])))
 	}
 	return out
@@ -155,5 +162,104 @@ func compareSeries(t *testing.T, ours, theirs []string) {
 			}
 			t.Errorf("step %d: numaproxy %s\n                 nginx     %s", i, got, theirs[i])
 		}
+	}
+}
+
+// TestCacheStaleAndLockAgainstNginx: an expired entry stands in when the upstream
+// is down (use_stale error) or answers 500 (http_500), and is served UPDATING while
+// another request fetches it; with proxy_cache_lock, concurrent misses make one
+// upstream request. Compared with nginx on the same configuration.
+func TestCacheStaleAndLockAgainstNginx(t *testing.T) {
+	conf := func(addr, up, down string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        proxy_cache z;
+        add_header X-Cache $upstream_cache_status always;
+        location /lock/ { proxy_pass http://%s; proxy_cache_lock on; proxy_cache_valid 200 1m; }
+        location /st/ { proxy_pass http://%s; proxy_cache_use_stale error timeout http_500 updating; proxy_cache_key stkey; }
+        location /down/ { proxy_pass http://%s; proxy_cache_use_stale error; proxy_cache_key stkey; }
+        location /down2/ { proxy_pass http://%s; proxy_cache_key stkey; }
+    }
+`, addr, up, up, down, down)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		up, count := cacheUpstream(t)
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr, addrFor(t)))
+		var out []string
+		// Five concurrent misses under the lock: one upstream request.
+		var wg sync.WaitGroup
+		statuses := make([]string, 5)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get("http://" + addr + "/lock/slow")
+				if err != nil {
+					statuses[i] = err.Error()
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				statuses[i] = resp.Header.Get("X-Cache")
+			}()
+			time.Sleep(20 * time.Millisecond) // the first one takes the lock
+		}
+		wg.Wait()
+		out = append(out, fmt.Sprintf("lock: %v upstream=%d", statuses, count("/lock/slow")))
+		out = append(out, runCacheSeries(t, addr, []cacheStep{
+			{method: "GET", path: "/st/cc"}, {method: "GET", path: "/st/cc"},
+			// Expired: the upstream is down for /down/ (same key): STALE, or 502
+			// without use_stale.
+			{method: "GET", path: "/down/x", sleep: 2100 * time.Millisecond}, {method: "GET", path: "/down2/x"},
+		}, count)...)
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
+}
+
+// TestCacheSurvivesRestart: the loader indexes the entries a previous run left, so
+// a new process answers them as hits; a temporary file a crash left is not served.
+func TestCacheSurvivesRestart(t *testing.T) {
+	up, count := cacheUpstream(t)
+	addr := addrFor(t)
+	cfg := "error_log logs/error.log info;\nworker_processes 1;\nevents {}\nhttp {\n" + cacheConf(addr, up.Addr) + "\n}\n"
+	dir := writeTree(t, map[string]string{"conf/numaproxy.conf": cfg})
+	in := start(t, dir)
+	waitFor(t, "listening", 10*time.Second, func() bool {
+		c, err := http.Get("http://" + addr + "/off/x")
+		if err == nil {
+			c.Body.Close()
+		}
+		return err == nil
+	})
+	first := runCacheSeries(t, addr, []cacheStep{{method: "GET", path: "/a"}, {method: "GET", path: "/a"}}, count)
+	in.cmd.Process.Kill()
+	waitFor(t, "the first process gone", 10*time.Second, func() bool { return !in.alive() })
+	// A crash midway leaves a temporary file: the loader removes it.
+	stray := filepath.Join(dir, "cache", ".tmp.999999999.1")
+	os.WriteFile(stray, []byte("partial"), 0o600)
+	start(t, dir)
+	waitFor(t, "listening again", 10*time.Second, func() bool {
+		c, err := http.Get("http://" + addr + "/off/x")
+		if err == nil {
+			c.Body.Close()
+		}
+		return err == nil
+	})
+	var second []string
+	waitFor(t, "a hit from the loaded cache", 5*time.Second, func() bool {
+		second = runCacheSeries(t, addr, []cacheStep{{method: "GET", path: "/a"}}, count)
+		return strings.Contains(second[0], " HIT ")
+	})
+	if want := `GET /a: 200 HIT "body of /a" upstream=1`; second[0] != want {
+		t.Errorf("after a restart: %s, want %s (before: %v)", second[0], want, first)
+	}
+	if _, err := os.Stat(stray); err == nil {
+		t.Errorf("the stray temporary file is still there")
 	}
 }

@@ -45,6 +45,7 @@ const lockPoll = 50 * time.Millisecond
 // requests it serves, so its buffers and timer are made once.
 type cacheCtx struct {
 	ex          *exchange
+	started     time.Time // the request's start: status belongs to that request
 	zone        *cache.Zone
 	key         cache.Key
 	text        []byte // the key
@@ -85,6 +86,7 @@ func (ex *exchange) cacheStart() bool {
 		c = &cacheCtx{}
 		ex.ck = c
 	}
+	c.started = r.Started()
 	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.target.zone, csNone, false, false, false
 	c.waitUntil = time.Time{}
 	c.convertHead = bit == cacheHEAD && cc.ConvertHead
@@ -393,7 +395,9 @@ func (ex *exchange) cacheEnd() {
 
 // upstreamCacheStatus is $upstream_cache_status.
 func upstreamCacheStatus(dst []byte, r *httpcore.Request, _ string) []byte {
-	if ex := running(r); ex != nil && ex.ck != nil && ex.ck.ex == ex {
+	// The exchange's state outlives it (the error page of a failed request shows
+	// it): the request's start tells whether it is this request's.
+	if ex, _ := r.Ctx(key).(*exchange); ex != nil && ex.r == r && ex.ck != nil && ex.ck.started.Equal(r.Started()) {
 		return append(dst, cacheStatusNames[ex.ck.status]...)
 	}
 	return dst

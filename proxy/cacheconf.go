@@ -13,7 +13,7 @@ import (
 
 // CacheConf is the proxy_cache directives of one level.
 type CacheConf struct {
-	Zone        *cacheZone // proxy_cache; nil: off
+	Zone        *cacheZone         // proxy_cache; nil: off
 	Key         *httpcore.Template // nil: the default, compiled with the snapshot (snapState.cacheKey)
 	Valid       []cacheValid
 	Methods     cacheMethods
