@@ -127,8 +127,8 @@ func (z *Zone) load(log *slog.Logger) {
 		s.mu.Lock()
 		if s.m[k] == nil {
 			n := z.insert(s, k)
-			n.uses, n.exists, n.validSec, n.size, n.lastAccess = 1, true, h.ValidSec, st.Size, now
-			z.size.Add(st.Size)
+			n.uses, n.exists, n.validSec, n.size, n.lastAccess = 1, true, h.ValidSec, blocks(st.Size), now
+			z.size.Add(n.size)
 		}
 		s.mu.Unlock()
 		return nil

@@ -172,6 +172,7 @@ func (z *Zone) stored(k Key, validSec, size int64, now int64) {
 	if n.exists {
 		z.size.Add(-n.size)
 	}
+	size = blocks(size)
 	n.exists, n.validSec, n.size, n.updating = true, validSec, size, false
 	z.size.Add(size)
 	s.mu.Unlock()
@@ -214,3 +215,6 @@ func (z *Zone) Size() int64 { return z.size.Load() }
 
 // Loaded reports the cache loader done.
 func (z *Zone) Loaded() bool { return z.loaded.Load() }
+
+// blocks is a file's size in whole 4 KiB blocks, as nginx counts max_size.
+func blocks(size int64) int64 { return (size + 4095) &^ 4095 }

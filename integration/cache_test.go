@@ -22,6 +22,7 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 		p := r.URL.Path
 		mu.Lock()
 		counts[p]++
+		n := counts[p]
 		mu.Unlock()
 		h := w.Header()
 		status := 200
@@ -49,10 +50,23 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			status = 500
 		case strings.HasSuffix(p, "/slow"):
 			time.Sleep(300 * time.Millisecond)
+		case strings.HasSuffix(p, "/slowcc"):
+			time.Sleep(500 * time.Millisecond)
+			h.Set("Cache-Control", "max-age=1")
+		case strings.HasSuffix(p, "/flip"):
+			// Fresh for a second, then the upstream fails.
+			h.Set("Cache-Control", "max-age=1")
+			if n > 1 {
+				status = 500
+			}
 		}
 		h.Set("Content-Type", "text/plain")
 		w.WriteHeader(status)
-		io.WriteString(w, "body of "+p)
+		body := "body of " + p
+		if strings.Contains(p, "/m/") {
+			body += strings.Repeat(".", 3000) // one 4 KiB block on disk
+		}
+		io.WriteString(w, body)
 	})
 	return b, func(path string) int {
 		mu.Lock()
@@ -108,6 +122,9 @@ func runCacheSeries(t *testing.T, addr string, steps []cacheStep, count func(str
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = serverSignature.ReplaceAll(body, []byte("SERVER"))
+		if len(body) > 200 {
+			body = []byte(fmt.Sprintf("%d bytes", len(body)))
+		}
 		out = append(out, fmt.Sprintf("%s %s: %d %s %q upstream=%d", s.method, s.path, resp.StatusCode, resp.Header.Get("X-Cache"), body, count(strings.SplitN(s.path, "?", 2)[0])))
 	}
 	return out
@@ -262,4 +279,56 @@ func TestCacheSurvivesRestart(t *testing.T) {
 	if _, err := os.Stat(stray); err == nil {
 		t.Errorf("the stray temporary file is still there")
 	}
+}
+
+// TestCacheExpiryAgainstNginx: use_stale updating and http_500, inactive removes
+// an entry not used, max_size (counted in 4 KiB blocks, as nginx) evicts the least recently used; compared with nginx.
+func TestCacheExpiryAgainstNginx(t *testing.T) {
+	conf := func(addr, up string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    proxy_cache_path inactive keys_zone=i:1m inactive=2s;
+    proxy_cache_path small keys_zone=m:1m max_size=10k;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        proxy_cache_valid 200 1m;
+        location /st/ { proxy_pass http://%s; proxy_cache z; proxy_cache_use_stale http_500 updating; }
+        location /i/ { proxy_pass http://%s; proxy_cache i; }
+        location /m/ { proxy_pass http://%s; proxy_cache m; }
+    }
+`, addr, up, up, up)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		up, count := cacheUpstream(t)
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr))
+		t0 := time.Now()
+		out := runCacheSeries(t, addr, []cacheStep{
+			{method: "GET", path: "/st/slowcc"}, {method: "GET", path: "/st/flip"},
+			{method: "GET", path: "/i/a"}, {method: "GET", path: "/i/a"},
+			{method: "GET", path: "/m/1"}, {method: "GET", path: "/m/2"}, {method: "GET", path: "/m/3"},
+		}, count)
+		time.Sleep(2100 * time.Millisecond)
+		// One request updates the expired entry; another meanwhile gets it UPDATING.
+		done := make(chan []string)
+		go func() { done <- runCacheSeries(t, addr, []cacheStep{{method: "GET", path: "/st/slowcc"}}, count) }()
+		time.Sleep(150 * time.Millisecond)
+		updating := runCacheSeries(t, addr, []cacheStep{{method: "GET", path: "/st/slowcc"}}, count)
+		out = append(out, <-done...)
+		out = append(out, updating...)
+		out = append(out, runCacheSeries(t, addr, []cacheStep{
+			{method: "GET", path: "/st/flip"},
+		}, count)...)
+		// nginx's cache manager, idle, wakes every 10 s: past its second pass the
+		// inactive entry and the least recently used one beyond max_size are gone.
+		time.Sleep(time.Until(t0.Add(11 * time.Second)))
+		out = append(out, runCacheSeries(t, addr, []cacheStep{
+			{method: "GET", path: "/i/a"}, {method: "GET", path: "/m/1"}, {method: "GET", path: "/m/3"},
+		}, count)...)
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
 }
