@@ -44,6 +44,8 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			h.Set("X-Accel-Expires", "0")
 		case strings.HasSuffix(p, "/smax"):
 			h.Set("Cache-Control", "max-age=0, s-maxage=60")
+		case strings.HasSuffix(p, "/r"):
+			h.Set("Accept-Ranges", "bytes")
 		case strings.HasSuffix(p, "/404"):
 			status = 404
 		case strings.HasSuffix(p, "/500"):
@@ -125,7 +127,13 @@ func runCacheSeries(t *testing.T, addr string, steps []cacheStep, count func(str
 		if len(body) > 200 {
 			body = []byte(fmt.Sprintf("%d bytes", len(body)))
 		}
-		out = append(out, fmt.Sprintf("%s %s: %d %s %q upstream=%d", s.method, s.path, resp.StatusCode, resp.Header.Get("X-Cache"), body, count(strings.SplitN(s.path, "?", 2)[0])))
+		line := fmt.Sprintf("%s %s: %d %s %q upstream=%d", s.method, s.path, resp.StatusCode, resp.Header.Get("X-Cache"), body, count(strings.SplitN(s.path, "?", 2)[0]))
+		for _, f := range []string{"Content-Range", "Accept-Ranges", "Content-Length"} {
+			if v := resp.Header.Get(f); v != "" {
+				line += " " + f + "=" + v
+			}
+		}
+		out = append(out, line)
 	}
 	return out
 }
@@ -153,6 +161,10 @@ func TestCacheSeriesAgainstNginx(t *testing.T) {
 		{method: "HEAD", path: "/h"}, {method: "GET", path: "/h"},
 		{method: "GET", path: "/off/x"}, {method: "GET", path: "/off/x"},
 		{method: "GET", path: "/q?x=1"}, {method: "GET", path: "/q?x=2"}, {method: "GET", path: "/q?x=1"},
+		// Ranges of a hit.
+		{method: "GET", path: "/r"}, {method: "GET", path: "/r", hdr: []string{"Range", "bytes=2-5"}},
+		{method: "GET", path: "/r", hdr: []string{"Range", "bytes=-3"}}, {method: "HEAD", path: "/r", hdr: []string{"Range", "bytes=0-0"}},
+		{method: "GET", path: "/r", hdr: []string{"Range", "bytes=1-2", "If-Range", `"nope"`}},
 		// Expiry: max-age=1 and 404's 1s are past after two seconds.
 		{method: "GET", path: "/cc", sleep: 2100 * time.Millisecond}, {method: "GET", path: "/cc"},
 		{method: "GET", path: "/404"},

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -222,9 +223,33 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	ex.responseHeader()
 	h := r.Header()
 	h.ContentLength = e.BodyLen
+	off, n := e.BodyStart, e.BodyLen
+	if _, ranges := ex.resp.Headers.Get("accept-ranges"); ranges && h.Status == 200 {
+		// nginx's range filter, which a cached response that came with
+		// Accept-Ranges goes through: one range of a Range that If-Range allows is
+		// a 206.
+		rng, ok := r.Head().Headers.Get("range")
+		if ok && ex.ifRangeAllows() {
+			if start, end, one, _ := static.SingleRange(rng, e.BodyLen); one {
+				h.Status, h.Reason = 206, nil
+				h.Del("accept-ranges") // as nginx's 206
+				b := h.Buf()
+				from := len(b)
+				b = append(b, "bytes "...)
+				b = strconv.AppendInt(b, start, 10)
+				b = append(b, '-')
+				b = strconv.AppendInt(b, end-1, 10)
+				b = append(b, '/')
+				b = strconv.AppendInt(b, e.BodyLen, 10)
+				h.AddBuilt(contentRangeName, b, from)
+				off, n = off+start, end-start
+				h.ContentLength = n
+			}
+		}
+	}
 	r.SendHeader()
-	if e.BodyLen > 0 {
-		r.SendFile(e.Fd, e.BodyStart, e.BodyLen, true)
+	if n > 0 {
+		r.SendFile(e.Fd, off, n, true)
 	} else {
 		r.SendBody(nil, true)
 	}
@@ -405,3 +430,22 @@ func upstreamCacheStatus(dst []byte, r *httpcore.Request, _ string) []byte {
 
 // convertHead: a HEAD request goes upstream as GET for the cache.
 func (ex *exchange) convertHead() bool { return ex.ck != nil && ex.ck.zone != nil && ex.ck.convertHead }
+
+var (
+	contentRangeName = []byte("Content-Range")
+)
+
+// ifRangeAllows is the If-Range test against the cached response: an entity tag
+// must equal its ETag, a date its Last-Modified.
+func (ex *exchange) ifRangeAllows() bool {
+	v, ok := ex.r.Head().Headers.Get("if-range")
+	if !ok {
+		return true
+	}
+	if len(v) >= 2 && v[len(v)-1] == '"' {
+		etag, ok := ex.resp.Headers.Get("etag")
+		return ok && bytes.Equal(etag, v)
+	}
+	lm, ok := ex.resp.Headers.Get("last-modified")
+	return ok && static.ParseHTTPTime(lm) == static.ParseHTTPTime(v) && static.ParseHTTPTime(v) >= 0
+}
