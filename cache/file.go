@@ -183,8 +183,12 @@ type Entry struct {
 	Head      []byte // the upstream's response head, in the caller's buffer
 	BodyStart int64
 	BodyLen   int64
-	ValidSec  int64
-	Date      int64
+	// Read is what the caller's buffer holds of the file from its start: a small
+	// body is there whole (BodyStart+BodyLen <= Read), as nginx sends it from the
+	// buffer it read the header into.
+	Read     int64
+	ValidSec int64
+	Date     int64
 }
 
 // ErrShort is Open's answer when buf cannot hold the entry's head: Needed says how
@@ -230,7 +234,7 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 	if err := unix.Fstat(fd, &st); err != nil || st.Size != h.BodyStart+h.BodyLen {
 		return Entry{}, errFormat
 	}
-	return Entry{Fd: fd, Head: buf[headerSize+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, ValidSec: h.ValidSec, Date: h.Date}, nil
+	return Entry{Fd: fd, Head: buf[headerSize+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
 }
 
 // atFDCWD is AT_FDCWD as the system call takes it.

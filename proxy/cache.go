@@ -248,9 +248,12 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		}
 	}
 	r.SendHeader()
-	if n > 0 {
+	switch {
+	case n > 0 && off+n <= e.Read:
+		r.SendBody(ex.rbuf[off:off+n], true) // read with the head already
+	case n > 0:
 		r.SendFile(e.Fd, off, n, true)
-	} else {
+	default:
 		r.SendBody(nil, true)
 	}
 	unix.Close(e.Fd)
