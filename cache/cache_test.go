@@ -160,3 +160,22 @@ func TestManagerInactiveAndMaxSize(t *testing.T) {
 		t.Fatalf("inactive entries stayed: %v, size %d", ents, z.Size())
 	}
 }
+
+// BenchmarkAcquire is a hit's zone lookup, from one loop and from every CPU at
+// once on keys spread over the shards (the shared zone's contention).
+func BenchmarkAcquire(b *testing.B) {
+	z := newZone(Config{Dir: b.TempDir(), Name: b.Name(), KeysSize: 64 << 20, Inactive: time.Hour})
+	keys := make([]Key, 4096)
+	for i := range keys {
+		keys[i] = KeyOf([]byte{byte(i), byte(i >> 8)})
+		z.Acquire(keys[i], 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			z.Acquire(keys[i&4095], int64(i))
+			i++
+		}
+	})
+}
