@@ -189,8 +189,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	buf := pool.Get(4096)
 	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
 	c.path = path[:0]
-	var short *cache.ErrShort
-	if errors.As(err, &short) {
+	if short, ok := err.(*cache.ErrShort); ok {
 		pool.Put(buf)
 		buf = pool.Get(short.Needed)
 		e, path, err = c.zone.Open(c.key, c.text, c.path, buf)
