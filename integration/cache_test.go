@@ -44,6 +44,8 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			h.Set("X-Accel-Expires", "0")
 		case strings.HasSuffix(p, "/smax"):
 			h.Set("Cache-Control", "max-age=0, s-maxage=60")
+		case strings.Contains(p, "/cond") && (r.Header.Get("If-None-Match") != "" || r.Header.Get("Range") != ""):
+			status = 412 // a location that caches sends neither upstream
 		case strings.HasSuffix(p, "/r"):
 			h.Set("Accept-Ranges", "bytes")
 		case strings.HasSuffix(p, "/404"):
@@ -161,6 +163,9 @@ func TestCacheSeriesAgainstNginx(t *testing.T) {
 		{method: "HEAD", path: "/h"}, {method: "GET", path: "/h"},
 		{method: "GET", path: "/off/x"}, {method: "GET", path: "/off/x"},
 		{method: "GET", path: "/q?x=1"}, {method: "GET", path: "/q?x=2"}, {method: "GET", path: "/q?x=1"},
+		// A location that caches asks the upstream unconditionally, for the whole.
+		{method: "GET", path: "/cond", hdr: []string{"If-None-Match", `"x"`}}, {method: "GET", path: "/cond2", hdr: []string{"Range", "bytes=0-1"}},
+		{method: "GET", path: "/cond"},
 		// Ranges of a hit.
 		{method: "GET", path: "/r"}, {method: "GET", path: "/r", hdr: []string{"Range", "bytes=2-5"}},
 		{method: "GET", path: "/r", hdr: []string{"Range", "bytes=-3"}}, {method: "HEAD", path: "/r", hdr: []string{"Range", "bytes=0-0"}},

@@ -420,6 +420,25 @@ func (ex *exchange) cacheEnd() {
 	}
 }
 
+// cacheClears reports a client's field that does not go upstream from a location
+// with proxy_cache, as nginx's ngx_http_proxy_cache_headers: the response must be
+// whole and unconditional to be stored.
+func cacheClears(name []byte) bool {
+	switch len(name) {
+	case 5:
+		return http1.EqualFold(name, "range")
+	case 8:
+		return http1.EqualFold(name, "if-match") || http1.EqualFold(name, "if-range")
+	case 13:
+		return http1.EqualFold(name, "if-none-match")
+	case 17:
+		return http1.EqualFold(name, "if-modified-since")
+	case 19:
+		return http1.EqualFold(name, "if-unmodified-since")
+	}
+	return false
+}
+
 // upstreamCacheStatus is $upstream_cache_status.
 func upstreamCacheStatus(dst []byte, r *httpcore.Request, _ string) []byte {
 	// The exchange's state outlives it (the error page of a failed request shows

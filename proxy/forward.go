@@ -85,6 +85,9 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 		if http1.IsHopByHopName(name) || http1.EqualFold(name, "content-length") || http1.EqualFold(name, "expect") || lcf.setsHeader(name) {
 			continue
 		}
+		if lcf.Cache.Zone != nil && cacheClears(name) {
+			continue // as nginx's proxy_set_header defaults of a location that caches
+		}
 		h = append(h, name...)
 		h = append(h, ": "...)
 		h = append(h, req.Headers.Value(i)...)
