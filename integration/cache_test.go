@@ -46,6 +46,9 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			h.Set("Cache-Control", "max-age=0, s-maxage=60")
 		case strings.Contains(p, "/cond") && (r.Header.Get("If-None-Match") != "" || r.Header.Get("Range") != ""):
 			status = 412 // a location that caches sends neither upstream
+		case strings.HasSuffix(p, "/etag"):
+			h.Set("ETag", `"abc"`)
+			h.Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
 		case strings.HasSuffix(p, "/r"):
 			h.Set("Accept-Ranges", "bytes")
 		case strings.HasSuffix(p, "/404"):
@@ -166,6 +169,11 @@ func TestCacheSeriesAgainstNginx(t *testing.T) {
 		// A location that caches asks the upstream unconditionally, for the whole.
 		{method: "GET", path: "/cond", hdr: []string{"If-None-Match", `"x"`}}, {method: "GET", path: "/cond2", hdr: []string{"Range", "bytes=0-1"}},
 		{method: "GET", path: "/cond"},
+		// The not-modified filter of a stored response and of a hit.
+		{method: "GET", path: "/etag", hdr: []string{"If-None-Match", `"abc"`}}, {method: "GET", path: "/etag", hdr: []string{"If-None-Match", `W/"abc"`}},
+		{method: "GET", path: "/etag", hdr: []string{"If-Modified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"}},
+		{method: "GET", path: "/etag", hdr: []string{"If-Modified-Since", "Mon, 02 Jan 2006 15:04:06 GMT"}},
+		{method: "GET", path: "/etag", hdr: []string{"If-Match", `"zzz"`}}, {method: "GET", path: "/etag"},
 		// Ranges of a hit.
 		{method: "GET", path: "/r"}, {method: "GET", path: "/r", hdr: []string{"Range", "bytes=2-5"}},
 		{method: "GET", path: "/r", hdr: []string{"Range", "bytes=-3"}}, {method: "HEAD", path: "/r", hdr: []string{"Range", "bytes=0-0"}},

@@ -667,6 +667,13 @@ func (ex *exchange) startResponse(headLen int) {
 		return // an expired entry stood in for the response
 	}
 	ex.responseHeader()
+	if ex.ck != nil && ex.ck.w.Active() {
+		if ex.notModified(code) == 304 {
+			// The body is stored, the client gets none.
+			h := r.Header()
+			h.Status, h.Reason = 304, nil
+		}
+	}
 	r.SendHeader()
 	rest := ex.rbuf[headLen:]
 	if code == 101 {

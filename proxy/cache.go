@@ -222,6 +222,21 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	ex.responseHeader()
 	h := r.Header()
 	h.ContentLength = e.BodyLen
+	switch ex.notModified(h.Status) {
+	case 304:
+		h.Status, h.Reason = 304, nil
+		r.SendHeader()
+		r.SendBody(nil, true)
+		unix.Close(e.Fd)
+		ex.end()
+		r.Finish()
+		return true
+	case 412:
+		unix.Close(e.Fd)
+		ex.end()
+		r.SendStatus(412)
+		return true
+	}
 	off, n := e.BodyStart, e.BodyLen
 	if _, ranges := ex.resp.Headers.Get("accept-ranges"); ranges && h.Status == 200 {
 		// nginx's range filter, which a cached response that came with
@@ -418,6 +433,42 @@ func (ex *exchange) cacheEnd() {
 	if c.timerInit {
 		c.timer.Stop()
 	}
+}
+
+// notModified is nginx's not-modified filter, which a cached response (a hit, or
+// one being stored) goes through, with the location's if_modified_since: 304, 412,
+// or 0 to send it.
+func (ex *exchange) notModified(status int) int {
+	hs := &ex.r.Head().Headers
+	var req static.Request
+	req.IfModifiedSince = present(hs, "if-modified-since")
+	req.IfNoneMatch = present(hs, "if-none-match")
+	req.IfUnmodifiedSince = present(hs, "if-unmodified-since")
+	req.IfMatch = present(hs, "if-match")
+	if status != 200 || req.IfModifiedSince == nil && req.IfNoneMatch == nil && req.IfUnmodifiedSince == nil && req.IfMatch == nil {
+		return 0
+	}
+	lc, _ := ex.r.LocConf(static.Module).(*static.LocConf)
+	if lc == nil {
+		return 0
+	}
+	resp := static.Response{Status: 200, LastModified: -1}
+	if lm, ok := ex.resp.Headers.Get("last-modified"); ok {
+		resp.LastModified = static.ParseHTTPTime(lm)
+	}
+	resp.ETag = present(&ex.resp.Headers, "etag")
+	return static.NotModified(&req, lc, &resp)
+}
+
+// present is a field's value, nil when absent.
+func present(h *http1.Headers, name string) []byte {
+	if v, ok := h.Get(name); ok {
+		if v == nil {
+			return []byte{}
+		}
+		return v
+	}
+	return nil
 }
 
 // cacheClears reports a client's field that does not go upstream from a location
