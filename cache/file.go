@@ -239,3 +239,26 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 
 // atFDCWD is AT_FDCWD as the system call takes it.
 var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
+
+// Revalidate makes the entry of k fresh until validSec again (an upstream's 304 to
+// a conditional request): the file's header is rewritten in place.
+func (z *Zone) Revalidate(k Key, validSec int64, now int64) error {
+	path := string(z.Path(nil, k))
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open() %q failed: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(validSec))
+	if _, err := unix.Pwrite(fd, b[:], 8); err != nil {
+		return fmt.Errorf("write() to %q failed: %w", path, err)
+	}
+	s := z.shardOf(k)
+	s.mu.Lock()
+	if n := s.get(k); n != nil {
+		n.validSec, n.updating = validSec, false
+	}
+	s.mu.Unlock()
+	return nil
+}

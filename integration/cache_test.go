@@ -46,6 +46,12 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			h.Set("Cache-Control", "max-age=0, s-maxage=60")
 		case strings.Contains(p, "/cond") && (r.Header.Get("If-None-Match") != "" || r.Header.Get("Range") != ""):
 			status = 412 // a location that caches sends neither upstream
+		case strings.HasSuffix(p, "/reval"):
+			h.Set("ETag", `"v1"`)
+			h.Set("Cache-Control", "max-age=1")
+			if r.Header.Get("If-None-Match") == `"v1"` {
+				status = 304
+			}
 		case strings.HasSuffix(p, "/etag"):
 			h.Set("ETag", `"abc"`)
 			h.Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
@@ -69,6 +75,9 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 		}
 		h.Set("Content-Type", "text/plain")
 		w.WriteHeader(status)
+		if status == 304 {
+			return
+		}
 		body := "body of " + p
 		if strings.Contains(p, "/m/") {
 			body += strings.Repeat(".", 3000) // one 4 KiB block on disk
@@ -208,9 +217,9 @@ func compareSeries(t *testing.T, ours, theirs []string) {
 }
 
 // TestCacheStaleAndLockAgainstNginx: an expired entry stands in when the upstream
-// is down (use_stale error) or answers 500 (http_500), and is served UPDATING while
-// another request fetches it; with proxy_cache_lock, concurrent misses make one
-// upstream request. Compared with nginx on the same configuration.
+// is down (use_stale error); an expired entry is revalidated with a conditional
+// request and a 304 (REVALIDATED); with proxy_cache_lock, concurrent misses make
+// one upstream request. Compared with nginx on the same configuration.
 func TestCacheStaleAndLockAgainstNginx(t *testing.T) {
 	conf := func(addr, up, down string) string {
 		return fmt.Sprintf(`
@@ -223,8 +232,9 @@ func TestCacheStaleAndLockAgainstNginx(t *testing.T) {
         location /st/ { proxy_pass http://%s; proxy_cache_use_stale error timeout http_500 updating; proxy_cache_key stkey; }
         location /down/ { proxy_pass http://%s; proxy_cache_use_stale error; proxy_cache_key stkey; }
         location /down2/ { proxy_pass http://%s; proxy_cache_key stkey; }
+        location /rv/ { proxy_pass http://%s; proxy_cache_revalidate on; }
     }
-`, addr, up, up, down, down)
+`, addr, up, up, down, down, up)
 	}
 	run := func(start func(addr, cfg string)) []string {
 		up, count := cacheUpstream(t)
@@ -252,10 +262,12 @@ func TestCacheStaleAndLockAgainstNginx(t *testing.T) {
 		wg.Wait()
 		out = append(out, fmt.Sprintf("lock: %v upstream=%d", statuses, count("/lock/slow")))
 		out = append(out, runCacheSeries(t, addr, []cacheStep{
-			{method: "GET", path: "/st/cc"}, {method: "GET", path: "/st/cc"},
+			{method: "GET", path: "/st/cc"}, {method: "GET", path: "/st/cc"}, {method: "GET", path: "/rv/reval"},
 			// Expired: the upstream is down for /down/ (same key): STALE, or 502
 			// without use_stale.
 			{method: "GET", path: "/down/x", sleep: 2100 * time.Millisecond}, {method: "GET", path: "/down2/x"},
+			// Revalidated with a 304, then fresh again.
+			{method: "GET", path: "/rv/reval"}, {method: "GET", path: "/rv/reval"},
 		}, count)...)
 		return out
 	}

@@ -35,10 +35,11 @@ const (
 	csExpired
 	csStale
 	csUpdating
+	csRevalidated
 	csHit
 )
 
-var cacheStatusNames = [...]string{"", "MISS", "BYPASS", "EXPIRED", "STALE", "UPDATING", "HIT"}
+var cacheStatusNames = [...]string{"", "MISS", "BYPASS", "EXPIRED", "STALE", "UPDATING", "REVALIDATED", "HIT"}
 
 const lockPoll = 50 * time.Millisecond
 
@@ -56,6 +57,12 @@ type cacheCtx struct {
 	locked      bool // the request holds the entry's updating flag
 	stale       bool // an expired file exists
 	convertHead bool // a HEAD request goes upstream as GET
+	// proxy_cache_revalidate: the expired entry's validators, sent upstream, and
+	// its status.
+	revalidate   bool
+	lastModified []byte
+	etag         []byte
+	storedStatus int
 	waitUntil   time.Time
 	timer       eventloop.Timer
 	timerInit   bool
@@ -89,6 +96,7 @@ func (ex *exchange) cacheStart() bool {
 	}
 	c.started = r.Started()
 	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.target.zone, csNone, false, false, false
+	c.revalidate = false
 	c.waitUntil = time.Time{}
 	c.convertHead = bit == cacheHEAD && cc.ConvertHead
 	k := cc.Key
@@ -140,6 +148,9 @@ func (ex *exchange) cacheLookup() bool {
 				return true
 			}
 			c.status, c.store = csExpired, !noStore
+			if cc.Revalidate {
+				ex.loadValidators()
+			}
 			return false
 		}
 	}
@@ -276,6 +287,75 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	return true
 }
 
+// loadValidators reads the expired entry's Last-Modified and ETag for a
+// conditional request upstream.
+func (ex *exchange) loadValidators() {
+	c := ex.ck
+	pool := ex.st.pool()
+	buf := pool.Get(4096)
+	defer pool.Put(buf)
+	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
+	c.path = path[:0]
+	if err != nil {
+		return
+	}
+	unix.Close(e.Fd)
+	ex.resp.Reset()
+	ex.resp.Limits = http1.Limits{MaxLineSize: len(e.Head) + 1, MaxHeadSize: len(e.Head) + 1}
+	if _, err := ex.resp.Parse(e.Head); err == nil {
+		lm, hasLM := ex.resp.Headers.Get("last-modified")
+		et, hasET := ex.resp.Headers.Get("etag")
+		c.lastModified = append(c.lastModified[:0], lm...)
+		c.etag = append(c.etag[:0], et...)
+		c.storedStatus = ex.resp.StatusCode()
+		c.revalidate = hasLM || hasET
+		if !hasLM {
+			c.lastModified = c.lastModified[:0]
+		}
+	}
+	ex.resp.Reset()
+}
+
+// appendValidators adds the conditional fields of a revalidation to the upstream
+// request head.
+func (ex *exchange) appendValidators(h []byte) []byte {
+	c := ex.ck
+	if c == nil || !c.revalidate || c.zone == nil {
+		return h
+	}
+	if len(c.lastModified) > 0 {
+		h = append(h, "If-Modified-Since: "...)
+		h = append(h, c.lastModified...)
+		h = append(h, "\r\n"...)
+	}
+	if len(c.etag) > 0 {
+		h = append(h, "If-None-Match: "...)
+		h = append(h, c.etag...)
+		h = append(h, "\r\n"...)
+	}
+	return h
+}
+
+// revalidated answers a 304 to a revalidation: the entry is fresh again and is
+// served (REVALIDATED).
+func (ex *exchange) revalidated(headLen int) bool {
+	c := ex.ck
+	now := time.Now()
+	valid, ok := ex.cacheValidity(c.storedStatus, now)
+	if !ok {
+		return false
+	}
+	if err := c.zone.Revalidate(c.key, valid, now.UnixNano()); err != nil {
+		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
+		return false
+	}
+	c.locked = false
+	ex.bal.Done(ex.peer, now, false)
+	ex.keepClean(headLen)
+	ex.dropConn()
+	return ex.serveCached(csRevalidated)
+}
+
 // staleFor answers a failure of kind cond with the expired entry when
 // proxy_cache_use_stale allows it.
 func (ex *exchange) staleFor(cond NextUpstream) bool {
@@ -300,6 +380,9 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 		return false
 	}
 	if cond := ex.lc.Cache.UseStale.ForStatus(code); cond != 0 && ex.staleFor(cond) {
+		return true
+	}
+	if code == 304 && c.revalidate && ex.revalidated(headLen) {
 		return true
 	}
 	if !c.store || ex.r.IsHEAD() && !c.convertHead {

@@ -25,6 +25,7 @@ type CacheConf struct {
 	LockTimeout time.Duration
 	LockAge     time.Duration
 	ConvertHead bool
+	Revalidate  bool
 }
 
 // UseStaleUpdating is proxy_cache_use_stale's updating, beside the conditions it
@@ -90,6 +91,7 @@ const (
 	bitLockTimeout
 	bitLockAge
 	bitConvertHead
+	bitRevalidate
 )
 
 var cacheInherited = []conf.Inherited[LocConf]{
@@ -105,6 +107,7 @@ var cacheInherited = []conf.Inherited[LocConf]{
 	{Bit: bitLockTimeout, Take: func(c, p *LocConf) { c.Cache.LockTimeout = p.Cache.LockTimeout }},
 	{Bit: bitLockAge, Take: func(c, p *LocConf) { c.Cache.LockAge = p.Cache.LockAge }},
 	{Bit: bitConvertHead, Take: func(c, p *LocConf) { c.Cache.ConvertHead = p.Cache.ConvertHead }},
+	{Bit: bitRevalidate, Take: func(c, p *LocConf) { c.Cache.Revalidate = p.Cache.Revalidate }},
 }
 
 func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
@@ -155,9 +158,9 @@ func cacheDirectives() []conf.Directive {
 		{Name: "proxy_cache_background_update", Contexts: hsl, Args: conf.Flag, Set: refuseOn,
 			Syntax: "proxy_cache_background_update off;", Default: "off",
 			Doc: "Only off: numaproxy does not update expired entries in the background yet."},
-		{Name: "proxy_cache_revalidate", Contexts: hsl, Args: conf.Flag, Set: refuseOn,
-			Syntax: "proxy_cache_revalidate off;", Default: "off",
-			Doc: "Only off: numaproxy does not revalidate expired entries with conditional requests yet."},
+		{Name: "proxy_cache_revalidate", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.Revalidate }, bitRevalidate),
+			Syntax: "proxy_cache_revalidate on | off;", Default: "off",
+			Doc: "on: an expired entry with Last-Modified or ETag is asked for with If-Modified-Since and If-None-Match; an upstream's 304 makes it fresh again (REVALIDATED) for what the 304's fields or proxy_cache_valid say."},
 	}
 }
 

@@ -93,6 +93,9 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 		h = append(h, req.Headers.Value(i)...)
 		h = append(h, "\r\n"...)
 	}
+	if lcf.Cache.Zone != nil {
+		h = ex.appendValidators(h)
+	}
 	switch {
 	case r.AsGET():
 	case body == httpcore.BodyChunked && bodyOut:
