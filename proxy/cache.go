@@ -63,10 +63,10 @@ type cacheCtx struct {
 	lastModified []byte
 	etag         []byte
 	storedStatus int
-	waitUntil   time.Time
-	timer       eventloop.Timer
-	timerInit   bool
-	w           cache.Writer
+	waitUntil    time.Time
+	timer        eventloop.Timer
+	timerInit    bool
+	w            cache.Writer
 }
 
 // cacheStart looks the request up in its location's cache: it reports true when it
