@@ -107,8 +107,9 @@ func cacheConf(addr, up string) string {
         location /mu/ { proxy_pass http://%s; proxy_cache_min_uses 2; }
         location /lock/ { proxy_pass http://%s; proxy_cache_lock on; }
         location /off/ { proxy_pass http://%s; proxy_cache off; }
+        location /nb/ { proxy_pass http://%s; proxy_buffering off; }
     }
-`, addr, up, up, up, up, up)
+`, addr, up, up, up, up, up, up)
 }
 
 // serverSignature is the name and version an error page carries.
@@ -174,6 +175,7 @@ func TestCacheSeriesAgainstNginx(t *testing.T) {
 		{method: "GET", path: "/mu/x"}, {method: "GET", path: "/mu/x"}, {method: "GET", path: "/mu/x"},
 		{method: "HEAD", path: "/h"}, {method: "GET", path: "/h"},
 		{method: "GET", path: "/off/x"}, {method: "GET", path: "/off/x"},
+		{method: "GET", path: "/nb/x"}, {method: "GET", path: "/nb/x"},
 		{method: "GET", path: "/q?x=1"}, {method: "GET", path: "/q?x=2"}, {method: "GET", path: "/q?x=1"},
 		// A location that caches asks the upstream unconditionally, for the whole.
 		{method: "GET", path: "/cond", hdr: []string{"If-None-Match", `"x"`}}, {method: "GET", path: "/cond2", hdr: []string{"Range", "bytes=0-1"}},

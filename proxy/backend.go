@@ -668,7 +668,9 @@ func (ex *exchange) startResponse(headLen int) {
 	}
 	ex.responseHeader()
 	if ex.ck != nil && ex.ck.w.Active() {
-		if ex.notModified(code) == 304 {
+		if !ex.respBuffered {
+			ex.ck.w.Abort() // as nginx, an unbuffered response is not cached
+		} else if ex.notModified(code) == 304 {
 			// The body is stored, the client gets none.
 			h := r.Header()
 			h.Status, h.Reason = 304, nil
