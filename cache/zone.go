@@ -54,6 +54,7 @@ type node struct {
 	updating      bool  // a request fetches it
 	updatingSince int64 // unix nanoseconds
 	lastAccess    int64 // unix nanoseconds
+	vary          []byte // the Vary of the key's responses: its entries are variants
 }
 
 // State is a copy of an entry's state, taken under its shard's lock.
@@ -63,6 +64,9 @@ type State struct {
 	ValidSec      int64
 	Updating      bool
 	UpdatingSince int64
+	// Vary is the Vary the key's responses came with: the entries are stored under
+	// variant keys (VariantOf). Valid until the next call on the zone's key.
+	Vary []byte
 }
 
 func newZone(c Config) *Zone {
@@ -87,7 +91,7 @@ func (z *Zone) Acquire(k Key, now int64) State {
 	}
 	n.uses++
 	n.lastAccess = now
-	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince}
+	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince, Vary: n.vary}
 	s.mu.Unlock()
 	return st
 }
@@ -218,3 +222,48 @@ func (z *Zone) Loaded() bool { return z.loaded.Load() }
 
 // blocks is a file's size in whole 4 KiB blocks, as nginx counts max_size.
 func blocks(size int64) int64 { return (size + 4095) &^ 4095 }
+
+// SetVary records that the responses of k vary by the request fields named in
+// vary (a response's Vary value).
+func (z *Zone) SetVary(k Key, vary []byte) {
+	s := z.shardOf(k)
+	s.mu.Lock()
+	if n := s.get(k); n != nil && string(n.vary) != string(vary) {
+		n.vary = append([]byte(nil), vary...)
+	}
+	s.mu.Unlock()
+}
+
+// VariantOf is the key of the variant of k for the request fields' values (as
+// values appends them, by name), scratch holding them.
+func VariantOf(k Key, vary []byte, scratch []byte, values func(dst []byte, name []byte) []byte) (Key, []byte) {
+	b := append(scratch[:0], k[:]...)
+	for len(vary) > 0 {
+		i := 0
+		for i < len(vary) && vary[i] != ',' {
+			i++
+		}
+		name := trimSpace(vary[:i])
+		if len(name) > 0 {
+			b = append(b, name...)
+			b = append(b, ':')
+			b = values(b, name)
+			b = append(b, '\n')
+		}
+		if i == len(vary) {
+			break
+		}
+		vary = vary[i+1:]
+	}
+	return KeyOf(b), b
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

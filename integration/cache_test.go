@@ -46,6 +46,11 @@ func cacheUpstream(t *testing.T) (*backend, func(path string) int) {
 			h.Set("Cache-Control", "max-age=0, s-maxage=60")
 		case strings.Contains(p, "/cond") && (r.Header.Get("If-None-Match") != "" || r.Header.Get("Range") != ""):
 			status = 412 // a location that caches sends neither upstream
+		case strings.HasSuffix(p, "/vary"):
+			h.Set("Vary", "Accept-Encoding")
+			p += " for " + r.Header.Get("Accept-Encoding")
+		case strings.HasSuffix(p, "/varystar"):
+			h.Set("Vary", "*")
 		case strings.HasSuffix(p, "/reval"):
 			h.Set("ETag", `"v1"`)
 			h.Set("Cache-Control", "max-age=1")
@@ -180,6 +185,11 @@ func TestCacheSeriesAgainstNginx(t *testing.T) {
 		// A location that caches asks the upstream unconditionally, for the whole.
 		{method: "GET", path: "/cond", hdr: []string{"If-None-Match", `"x"`}}, {method: "GET", path: "/cond2", hdr: []string{"Range", "bytes=0-1"}},
 		{method: "GET", path: "/cond"},
+		// Variants by Vary, and Vary: * never cached.
+		{method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "gzip"}}, {method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "gzip"}},
+		{method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "br"}}, {method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "br"}},
+		{method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "gzip"}}, {method: "GET", path: "/vary", hdr: []string{"Accept-Encoding", "identity"}},
+		{method: "GET", path: "/varystar"}, {method: "GET", path: "/varystar"},
 		// The not-modified filter of a stored response and of a hit.
 		{method: "GET", path: "/etag", hdr: []string{"If-None-Match", `"abc"`}}, {method: "GET", path: "/etag", hdr: []string{"If-None-Match", `W/"abc"`}},
 		{method: "GET", path: "/etag", hdr: []string{"If-Modified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"}},

@@ -49,7 +49,9 @@ type cacheCtx struct {
 	ex          *exchange
 	started     time.Time // the request's start: status belongs to that request
 	zone        *cache.Zone
-	key         cache.Key
+	key         cache.Key // the entry's: main, or the variant its Vary picks
+	main        cache.Key // the MD5 of the key
+	variant     []byte    // scratch for the variant's key
 	text        []byte // the key
 	path        []byte // scratch for the file name
 	status      cacheStatus
@@ -104,7 +106,8 @@ func (ex *exchange) cacheStart() bool {
 		k = ex.snapState().cacheKey
 	}
 	c.text = k.Append(c.text[:0], r)
-	c.key = cache.KeyOf(c.text)
+	c.main = cache.KeyOf(c.text)
+	c.key = c.main
 	if ex.conditions(cc.Bypass) {
 		c.status, c.store = csBypass, !ex.conditions(cc.NoCache)
 		return false
@@ -129,7 +132,13 @@ func (ex *exchange) conditions(ts []*httpcore.Template) bool {
 func (ex *exchange) cacheLookup() bool {
 	c, cc := ex.ck, &ex.lc.Cache
 	now := time.Now()
+	c.key = c.main
 	st := c.zone.Acquire(c.key, now.UnixNano())
+	if len(st.Vary) > 0 {
+		// The key's responses vary: the request's fields pick the entry.
+		c.key, c.variant = cache.VariantOf(c.main, st.Vary, c.variant, ex.requestFields)
+		st = c.zone.Acquire(c.key, now.UnixNano())
+	}
 	noStore := ex.conditions(cc.NoCache)
 	lockAge := int64(1 << 62) // an expired entry's fetch holds it until it ends
 	if cc.Lock {
@@ -393,6 +402,27 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 	if !ok {
 		return false
 	}
+	vary, varies := ex.resp.Headers.Get("vary")
+	if ex.lc.IgnoreHeaders&IgnoreVary != 0 {
+		varies = false
+	}
+	if varies && (len(vary) > 128 || bytes.IndexByte(vary, '*') >= 0) {
+		return false // as nginx
+	}
+	key := c.main
+	if varies {
+		key, c.variant = cache.VariantOf(c.main, vary, c.variant, ex.requestFields)
+		c.zone.SetVary(c.main, vary)
+	} else if c.key != c.main {
+		c.zone.SetVary(c.main, nil) // no longer varies
+	}
+	if key != c.key {
+		if c.locked {
+			c.zone.Unlock(c.key)
+			c.locked = false
+		}
+		c.key = key
+	}
 	if err := c.zone.Create(&c.w, c.key, c.text, ex.rbuf[:headLen], valid, now.Unix()); err != nil {
 		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
 	}
@@ -457,8 +487,6 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 			valid = t
 		case ign&IgnoreSetCookie == 0 && http1.EqualFold(name, "set-cookie"):
 			return 0, false
-		case ign&IgnoreVary == 0 && http1.EqualFold(name, "vary"):
-			return 0, false // numaproxy keeps no variants
 		}
 	}
 	if valid == 0 {
@@ -483,6 +511,23 @@ func directiveSeconds(v []byte, name string) (int64, bool) {
 		j++
 	}
 	return parseDecimal(v[:j])
+}
+
+// requestFields appends the values of the request's fields called name, for a
+// variant's key.
+func (ex *exchange) requestFields(dst, name []byte) []byte {
+	h := &ex.r.Head().Headers
+	first := true
+	for i := 0; i < h.Len(); i++ {
+		if bytes.EqualFold(h.Name(i), name) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, h.Value(i)...)
+			first = false
+		}
+	}
+	return dst
 }
 
 // cacheWrite stores body bytes of a response being cached.

@@ -127,7 +127,7 @@ func cacheDirectives() []conf.Directive {
 			Doc: "The key of a cached response (variables allowed)."},
 		{Name: "proxy_cache_valid", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setCacheValid,
 			Syntax: "proxy_cache_valid [code ... | any] time;",
-			Doc:    "How long responses with these statuses stay fresh (no code: 200, 301, 302). X-Accel-Expires, then Cache-Control's s-maxage or max-age, then Expires take precedence unless proxy_ignore_headers names them; Cache-Control no-cache, no-store or private, a Set-Cookie or a Vary keep a response out (Vary responses are never cached: numaproxy keeps no variants)."},
+			Doc:    "How long responses with these statuses stay fresh (no code: 200, 301, 302). X-Accel-Expires, then Cache-Control's s-maxage or max-age, then Expires take precedence unless proxy_ignore_headers names them; Cache-Control no-cache, no-store or private, a Set-Cookie or Vary: * keep a response out; a response with Vary is stored as a variant of its key, picked by the request's fields it names (the variants of a key are found again after a restart once one is fetched anew)."},
 		{Name: "proxy_cache_methods", Contexts: hsl, Args: conf.Args1More, Set: setCacheMethods,
 			Syntax: "proxy_cache_methods GET | HEAD | POST ...;", Default: "GET HEAD",
 			Doc: "Methods whose responses are cached (GET and HEAD always are)."},
