@@ -48,12 +48,12 @@ type shard struct {
 type node struct {
 	key           Key
 	uses          int
-	exists        bool  // a complete file is on disk
-	validSec      int64 // fresh until (unix seconds)
-	size          int64 // the file's bytes
-	updating      bool  // a request fetches it
-	updatingSince int64 // unix nanoseconds
-	lastAccess    int64 // unix nanoseconds
+	exists        bool   // a complete file is on disk
+	validSec      int64  // fresh until (unix seconds)
+	size          int64  // the file's bytes
+	updating      bool   // a request fetches it
+	updatingSince int64  // unix nanoseconds
+	lastAccess    int64  // unix nanoseconds
 	vary          []byte // the Vary of the key's responses: its entries are variants
 }
 

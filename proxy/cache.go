@@ -52,8 +52,8 @@ type cacheCtx struct {
 	key         cache.Key // the entry's: main, or the variant its Vary picks
 	main        cache.Key // the MD5 of the key
 	variant     []byte    // scratch for the variant's key
-	text        []byte // the key
-	path        []byte // scratch for the file name
+	text        []byte    // the key
+	path        []byte    // scratch for the file name
 	status      cacheStatus
 	store       bool // the response may be stored
 	locked      bool // the request holds the entry's updating flag
