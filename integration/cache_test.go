@@ -328,6 +328,20 @@ func TestCacheSurvivesRestart(t *testing.T) {
 	if _, err := os.Stat(stray); err == nil {
 		t.Errorf("the stray temporary file is still there")
 	}
+	// A damaged entry (cut short, as by a full disk or another process) is a MISS,
+	// never an error or a short response.
+	filepath.WalkDir(filepath.Join(dir, "cache"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			fi, _ := d.Info()
+			os.Truncate(p, fi.Size()-3)
+		}
+		return nil
+	})
+	third := runCacheSeries(t, addr, []cacheStep{{method: "GET", path: "/a"}, {method: "GET", path: "/a"}}, count)
+	want := []string{`GET /a: 200 MISS "body of /a" upstream=2 Content-Length=10`, `GET /a: 200 HIT "body of /a" upstream=2 Content-Length=10`}
+	if strings.Join(third, "\n") != strings.Join(want, "\n") {
+		t.Errorf("a damaged entry: %q, want %q", third, want)
+	}
 }
 
 // TestCacheExpiryAgainstNginx: use_stale updating and http_500, inactive removes
