@@ -149,7 +149,9 @@ func runCacheSeries(t *testing.T, addr string, steps []cacheStep, count func(str
 		}
 		line := fmt.Sprintf("%s %s: %d %s %q upstream=%d", s.method, s.path, resp.StatusCode, resp.Header.Get("X-Cache"), body, count(strings.SplitN(s.path, "?", 2)[0]))
 		for _, f := range []string{"Content-Range", "Accept-Ranges", "Content-Length"} {
-			if v := resp.Header.Get(f); v != "" && resp.StatusCode < 400 { // error pages differ in length
+			// Error pages differ in length; a hit of a response that came chunked
+			// has its length in numaproxy, nginx sends it chunked.
+			if v := resp.Header.Get(f); v != "" && resp.StatusCode < 400 && (f != "Content-Length" || !strings.Contains(s.path, "/m/")) {
 				line += " " + f + "=" + v
 			}
 		}
