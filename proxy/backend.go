@@ -84,6 +84,8 @@ type exchange struct {
 	rchunks  http1.ChunkedDecoder
 	gotBytes bool // any response byte arrived on the current connection
 
+	ck *cacheCtx // proxy_cache's state (cache.go); kept across requests
+
 	// The response spilled to a temporary file for a slow client (spill.go).
 	spill         responseSpill
 	spillPending  []byte // bytes the file could not take, sent after it
@@ -209,6 +211,9 @@ func (ex *exchange) connect() bool {
 		}
 		if p == nil {
 			ex.st.log.Error("no live upstreams while connecting to upstream", "upstream", ex.g.Name, "client", ex.r.RemoteAddr().String())
+			if ex.staleFor(NextError) {
+				return false
+			}
 			ex.end()
 			r.Fail(502)
 			return false
@@ -278,6 +283,9 @@ func (ex *exchange) connect() bool {
 			if ex.canRetry(NextError) {
 				ex.countRetry()
 				continue
+			}
+			if ex.staleFor(NextError) {
+				return false
 			}
 			ex.end()
 			r.Fail(502)
@@ -504,6 +512,9 @@ func (ex *exchange) fail(cond NextUpstream, status int, why string) {
 		ex.connect()
 		return
 	}
+	if ex.staleFor(cond) {
+		return
+	}
 	r := ex.r
 	ex.end()
 	r.Fail(status) // closes the client if part of a response went out
@@ -701,7 +712,19 @@ func (ex *exchange) startResponse(headLen int) {
 		}
 	}
 	ex.try().passed = true
+	if ex.ck != nil && ex.cacheResponse(code, headLen) {
+		return // an expired entry stood in for the response
+	}
 	ex.responseHeader()
+	if ex.ck != nil && ex.ck.w.Active() {
+		if !ex.respBuffered {
+			ex.ck.w.Abort() // as nginx, an unbuffered response is not cached
+		} else if ex.notModified(code) == 304 {
+			// The body is stored, the client gets none.
+			h := r.Header()
+			h.Status, h.Reason = 304, nil
+		}
+	}
 	r.SendHeader()
 	rest := ex.rbuf[headLen:]
 	if code == 101 {
@@ -915,6 +938,9 @@ func (ex *exchange) cacheable(clean bool) bool {
 // client goes on.
 func (ex *exchange) complete(clean bool) {
 	r := ex.r
+	if ex.ck != nil {
+		ex.cacheCommit()
+	}
 	spilling := ex.spill.active
 	if !spilling {
 		r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
@@ -977,6 +1003,9 @@ func (ex *exchange) Abort() {
 func (ex *exchange) end() {
 	ex.endTry(time.Now())
 	ex.state = exDone
+	if ex.ck != nil {
+		ex.cacheEnd()
+	}
 	if ex.vt != nil {
 		ex.vt.query.Cancel()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/numaproxy/numaproxy/cache"
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -33,13 +34,16 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 		r.SetCtx(key, ex)
 	}
 	st := r.Worker().State(key).(*loopState)
-	vt := ex.vt
+	vt, ck := ex.vt, ex.ck
 	// The tries of an exchange before an internal redirect stay, for $upstream_*.
 	states, seq := ex.states[:0], ex.seq
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt, states: states, seq: r.Seq()}
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
+	if ck != nil {
+		ck.ex, ck.zone, ck.status = nil, nil, csNone
+	}
 	r.SetPending(ex)
 	if lc.Pass.Value == nil {
 		if !ex.useGroup(lc.Pass.Group) {
@@ -64,8 +68,16 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 // begin sends the request to the exchange's group, now known, reading its body
 // as it goes or whole first.
 func (ex *exchange) begin() {
+	if ex.lc.Cache.Zone != nil && ex.cacheStart() {
+		return // answered from the cache, or waiting for proxy_cache_lock
+	}
+	ex.forward()
+}
+
+// forward goes upstream.
+func (ex *exchange) forward() {
 	r, lc := ex.r, ex.lc
-	ex.resp.HeadRequest = r.IsHEAD()
+	ex.resp.HeadRequest = r.IsHEAD() && !ex.convertHead()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
 	// nginx reads the body whole unless it streams it (proxy_request_buffering
@@ -147,6 +159,7 @@ type snapState struct {
 	groups   *upstream.Groups
 	hashKeys map[*upstream.Group]*httpcore.Template // hash KEY, compiled
 	targets  map[string]*upstream.Group             // for proxy_pass with variables (targetKeys)
+	cacheKey *httpcore.Template                     // proxy_cache_key's default
 }
 
 func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(*snapState) }
@@ -155,6 +168,20 @@ func (ex *exchange) snapState() *snapState { return ex.r.Snapshot().State(key).(
 func initModule(s *httpcore.Setup) error {
 	st := &snapState{groups: upstream.GroupsOf(s.Config), hashKeys: map[*upstream.Group]*httpcore.Template{}}
 	st.targets = targetKeys(st.groups)
+	k, err := s.Variables().Compile("$scheme$proxy_host$request_uri")
+	if err != nil {
+		return err
+	}
+	st.cacheKey = k
+	if s.Config.HTTP != nil {
+		for _, z := range s.Config.HTTP.Conf(self).(*LocConf).cachePaths {
+			zone, err := cache.Open(z.cfg, slog.Default())
+			if err != nil {
+				return &conf.Error{Pos: z.pos, Msg: "proxy_cache_path: " + err.Error(), Err: err}
+			}
+			z.zone = zone
+		}
+	}
 	for _, g := range st.groups.List {
 		if g.Method == upstream.Hash || g.Method == upstream.HashConsistent {
 			t, err := s.Variables().Compile(g.HashKey)
@@ -302,6 +329,7 @@ var variables = append(stateVariables, []httpcore.Variable{
 		}
 		return dst
 	}},
+	{Name: "upstream_cache_status", Get: upstreamCacheStatus},
 }...)
 
 // ownVariables are the proxy's variables alone, for the templates of its defaults.

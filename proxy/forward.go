@@ -31,7 +31,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 	}
 	if len(h) > mark {
 		// proxy_method's, which stays after an error_page redirect, as in nginx
-	} else if r.AsGET() && !r.IsHEAD() {
+	} else if r.AsGET() && !r.IsHEAD() || ex.convertHead() {
 		h = append(h, "GET"...)
 	} else {
 		h = append(h, req.Method()...)
@@ -85,10 +85,16 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 		if http1.IsHopByHopName(name) || http1.EqualFold(name, "content-length") || http1.EqualFold(name, "expect") || lcf.setsHeader(name) {
 			continue
 		}
+		if lcf.Cache.Zone != nil && cacheClears(name) {
+			continue // as nginx's proxy_set_header defaults of a location that caches
+		}
 		h = append(h, name...)
 		h = append(h, ": "...)
 		h = append(h, req.Headers.Value(i)...)
 		h = append(h, "\r\n"...)
+	}
+	if lcf.Cache.Zone != nil {
+		h = ex.appendValidators(h)
 	}
 	switch {
 	case r.AsGET():

@@ -42,7 +42,7 @@ const (
 )
 
 func directives() []conf.Directive {
-	return []conf.Directive{
+	return append(cacheDirectives(), []conf.Directive{
 		{Name: "proxy_pass", Contexts: conf.LocationCtx | conf.LocIfCtx | conf.LmtCtx, Args: conf.Args1, Set: setProxyPass,
 			Syntax: "proxy_pass http://upstream[:port][/uri] | http://unix:/path[:/uri];",
 			Doc:    "Forwards requests to an upstream group, host:port or unix-domain socket (Host: localhost). With a URI part, the part of the request URI that matched the location is replaced by it. With variables the URL is made for each request: a host that names an upstream block (no port) uses it, an IP address is used as is, another name is looked up with the location's resolver (none: 502); a URI part, if any, is then the whole URI sent."},
@@ -135,8 +135,8 @@ func directives() []conf.Directive {
 			Doc: "on: each upstream connection starts with a PROXY protocol v1 header naming the client's address ($remote_addr's) and the address it connected to, as nginx's stream module's proxy_protocol does (nginx's http proxy has no such directive). Such a connection belongs to its client: it is not kept alive for others."},
 		{Name: "proxy_ignore_headers", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setIgnoreHeaders,
 			Syntax: "proxy_ignore_headers field ...;",
-			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering), X-Accel-Limit-Rate (else the response's limit_rate in bytes per second). X-Accel-Expires, Expires, Cache-Control, Set-Cookie, Vary (for a cache) and X-Accel-Charset (for charset conversion) are accepted and numaproxy never acts on them: it has no cache or charset conversion yet."},
-	}
+			Doc:    "Upstream response fields not to act on: X-Accel-Redirect (else an internal redirect to its URI or @name, as GET, carrying Content-Type, Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges over), X-Accel-Buffering (else yes|no overrides proxy_buffering), X-Accel-Limit-Rate (else the response's limit_rate in bytes per second). X-Accel-Expires, Expires, Cache-Control, Set-Cookie and Vary: what proxy_cache_valid says of them. X-Accel-Charset (for charset conversion) is accepted and numaproxy never acts on it: it has no charset conversion yet."},
+	}...)
 }
 
 // LocConf holds the proxy directives at one level, after inheritance.
@@ -178,6 +178,8 @@ type LocConf struct {
 	IgnoreClientAbort  bool
 	IgnoreHeaders      IgnoreHeaders
 	ProxyProtocol      bool // proxy_protocol: a PROXY v1 header starts each upstream connection
+	Cache              CacheConf
+	cachePaths         []*cacheZone // proxy_cache_path, at the http level
 
 	set uint64 // which fields this level set itself (bit* below)
 }
@@ -319,6 +321,7 @@ func defaults() LocConf {
 		BufferSize:         os.Getpagesize(), // nginx's one page
 		PassRequestBody:    true,
 		PassRequestHeaders: true,
+		Cache:              cacheDefaults(),
 	}
 }
 
@@ -367,7 +370,7 @@ func (c *LocConf) ResponseMemory() int { return c.BuffersNumber * c.BuffersSize 
 // did not set it. proxy_pass and return are not inherited, as in nginx: a nested
 // location without its own proxy_pass does not proxy, and a server-level return runs
 // before any location is chosen (see client.go).
-var inheritedFields = []conf.Inherited[LocConf]{
+var inheritedFields = append(cacheInherited, []conf.Inherited[LocConf]{
 	{Bit: bitSetHeaders, Take: func(c, p *LocConf) { c.SetHeaders = p.SetHeaders }},
 	{Bit: bitHide, Take: func(c, p *LocConf) { c.HideHeaders = p.HideHeaders }},
 	{Bit: bitPassHeaders, Take: func(c, p *LocConf) { c.PassHeaders = p.PassHeaders }},
@@ -398,7 +401,7 @@ var inheritedFields = []conf.Inherited[LocConf]{
 	{Bit: bitIgnoreClientAbort, Take: func(c, p *LocConf) { c.IgnoreClientAbort = p.IgnoreClientAbort }},
 	{Bit: bitIgnoreHeaders, Take: func(c, p *LocConf) { c.IgnoreHeaders = p.IgnoreHeaders }},
 	{Bit: bitProxyProtocol, Take: func(c, p *LocConf) { c.ProxyProtocol = p.ProxyProtocol }},
-}
+}...)
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
 
@@ -691,6 +694,9 @@ func setProxyTempPath(c *conf.Cursor, s *conf.Stmt) error {
 func check(cfg *conf.Config, self *conf.Module) error {
 	if cfg.HTTP == nil {
 		return nil
+	}
+	if err := checkCache(cfg, self); err != nil {
+		return err
 	}
 	temp := &httpcore.TempPath{Dir: filepath.Join(cfg.Prefix, "proxy_temp")}
 	made := map[string]bool{}

@@ -39,6 +39,9 @@ func (ex *exchange) spillable() bool {
 // deliver passes response body bytes on: to the client, or to the file while the
 // response spills.
 func (ex *exchange) deliver(p []byte) {
+	if ex.ck != nil {
+		ex.cacheWrite(p)
+	}
 	if !ex.spill.active {
 		ex.r.SendBody(p, false)
 		return

@@ -254,3 +254,23 @@ func appendBoundary(dst []byte, n uint64) []byte {
 	}
 	return append(dst, d[:]...)
 }
+
+// SingleRange is the range filter's reading of a Range value for a response of
+// length bytes that another module sends (a proxy cache hit) and that serves one
+// range: ok with [start, end) when it asks for one satisfiable range, unsatisfiable
+// when none of its ranges is in the response; neither when the whole response goes
+// (no "bytes=", ranges that cover more than the response, or several ranges).
+func SingleRange(v []byte, length int64) (start, end int64, ok, unsatisfiable bool) {
+	if len(v) < 7 || !prefixFold(v, "bytes=") {
+		return 0, 0, false, false
+	}
+	var buf [2]byteRange
+	ranges, res := parseRanges(v[6:], length, 2, buf[:0])
+	switch {
+	case res == rangesNotSatisfiable:
+		return 0, 0, false, true
+	case res != rangesOK || len(ranges) != 1:
+		return 0, 0, false, false
+	}
+	return ranges[0].start, ranges[0].end, true, false
+}

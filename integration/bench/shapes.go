@@ -109,6 +109,8 @@ var shapeDefs = []shapeDef{
 	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
 	{Name: "syscalls-keepalive", Title: "system calls per request, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape()},
 	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("Connection: close")},
+	{Name: "cache-small", Title: "proxy_cache hit, ~100-byte response (wrk -t1 -c50)", measure: cacheShape("/cached/", 50), nginxOnly: true},
+	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
@@ -195,6 +197,10 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			return res
 		}
 		dir, err := os.MkdirTemp(h.env.tmp, fmt.Sprintf("%s-%s-%d-", s.Name, name, rep))
+		if err == nil {
+			// nginx's workers (nobody) reach the cache shapes' proxy_cache_path in it.
+			err = os.Chmod(dir, 0o755)
+		}
 		if err != nil {
 			res.Errors, res.ErrorKind = 1, err.Error()
 			return res
@@ -325,6 +331,25 @@ func (h *harness) large(p *proc, addr netip.AddrPort, res *runResult) error {
 		res.MBps = float64(r.Requests) * largeSize / r.Seconds / 1e6
 	}
 	return err
+}
+
+// cacheShape measures hits of path: one request stores the entry, then wrk.
+func cacheShape(path string, conns int) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+		for i := 0; i < 2; i++ {
+			resp, err := http.Get("http://" + addr.String() + path)
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("%s: status %d", path, resp.StatusCode)
+			}
+		}
+		_, err := h.wrkShape(p, addr, res, path, conns)
+		return err
+	}
 }
 
 // gzipShape measures a gzip shape: the compressed size of one response (which must

@@ -1,0 +1,63 @@
+//go:build !race
+
+package proxy
+
+import (
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestCacheHitAllocs: cache hits through a real loop, a small body sent from the
+// buffer its head was read into and a larger one with sendfile, allocate nothing
+// once warm.
+func TestCacheHitAllocs(t *testing.T) {
+	small := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
+	big := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 10000\r\n\r\n"+strings.Repeat("x", 10000))
+	addr := "127.0.0.1:" + strconv.Itoa(freeBenchPort(t))
+	startWorker(t, addr, `
+  proxy_cache_path `+t.TempDir()+` levels=1:2 keys_zone=allocs:1m;
+  server {
+    listen `+addr+`;
+    keepalive_requests 100000;
+    proxy_cache allocs;
+    proxy_cache_valid 200 1h;
+    add_header X-Cache $upstream_cache_status;
+    location /small { proxy_pass http://`+small+`; }
+    location /big { proxy_pass http://`+big+`; }
+  }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 64<<10)}
+	reqs := [][]byte{
+		[]byte("GET /small?id=42 HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+		[]byte("GET /big HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+	}
+	for i := 0; i < 200; i++ {
+		for _, r := range reqs {
+			k.roundTrip(t, r)
+			if i > 0 && !strings.Contains(string(k.buf[:512]), "X-Cache: HIT") {
+				t.Fatalf("not a hit: %q", k.buf[:200])
+			}
+		}
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		for _, r := range reqs {
+			if st := k.roundTrip(t, r); st != 200 {
+				t.Fatalf("status %d", st)
+			}
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.Mallocs - before.Mallocs; got > n/50 {
+		t.Fatalf("%d allocations for %d cache hits", got, 2*n)
+	}
+}
