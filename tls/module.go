@@ -588,11 +588,17 @@ func (sc *SrvConf) staplers(srv *conf.Server, certs []stdtls.Certificate, warn f
 		cas = append(cas, c...)
 	}
 	var rs []netip.AddrPort
-	timeout := 30 * time.Second
+	timeout, network := 30*time.Second, "ip"
+
 	if srv != nil {
 		if lc, ok := srv.Conf(resolver.Module).(*resolver.LocConf); ok && lc != nil {
-			if lc.Resolver != nil {
-				rs = lc.Resolver.Servers
+			if r := lc.Resolver; r != nil {
+				rs = r.Servers
+				if r.NoIPv6 {
+					network = "ip4"
+				} else if r.NoIPv4 {
+					network = "ip6"
+				}
 			}
 			if lc.Timeout > 0 {
 				timeout = lc.Timeout
@@ -605,7 +611,7 @@ func (sc *SrvConf) staplers(srv *conf.Server, certs []stdtls.Certificate, warn f
 		if err != nil {
 			return nil, &conf.Error{Pos: sc.certFiles[i].pos, Msg: fmt.Sprintf("cannot read certificate \"%s\": %v", sc.certFiles[i].path, err), Err: err}
 		}
-		st.resolver, st.timeout = rs, timeout
+		st.resolver, st.timeout, st.network = rs, timeout, network
 		out[i] = st
 	}
 	return out, nil

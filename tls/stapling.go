@@ -33,8 +33,10 @@ type stapler struct {
 	url      *url.URL          // the responder, http:// only
 	verify   bool              // ssl_stapling_verify
 	trusted  *x509.CertPool    // what the issuer must chain to when verify is on
+	chain    *x509.CertPool    // the certificate's chain, for that
 	resolver []netip.AddrPort  // nil: no "resolver" (host names go to the system's, with nginx's warning)
 	timeout  time.Duration     // resolver_timeout
+	network  string            // "ip", or "ip4"/"ip6" by the resolver's ipv6=off/ipv4=off
 
 	stapled atomic.Pointer[stapled]
 	refresh atomic.Int64 // unix nanoseconds before which no fetch starts
@@ -162,7 +164,7 @@ func (st *stapler) check(der []byte, now time.Time) (*ocsp.Response, error) {
 	var issuer *x509.Certificate
 	if st.verify {
 		issuer = st.issuer
-		if _, err := issuer.Verify(x509.VerifyOptions{Roots: st.trusted, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		if _, err := issuer.Verify(x509.VerifyOptions{Roots: st.trusted, Intermediates: st.chain, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 			return nil, fmt.Errorf("OCSP_basic_verify() failed: the issuer is not trusted: %w", err)
 		}
 	}
@@ -214,7 +216,7 @@ func (st *stapler) dial(ctx context.Context, network, addr string, log *slog.Log
 		}}
 	}
 	rctx, cancel := context.WithTimeout(ctx, st.timeout)
-	ips, err := r.LookupNetIP(rctx, "ip", host)
+	ips, err := r.LookupNetIP(rctx, st.network, host)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%s could not be resolved: %w", host, err)
@@ -233,7 +235,7 @@ func (st *stapler) dial(ctx context.Context, network, addr string, log *slog.Log
 // trusted certificates. A certificate without either is served without a
 // staple and warn says why (nginx's warnings).
 func newStapler(cert *stdtls.Certificate, certFile string, responder *url.URL, verify bool, cas []*x509.Certificate, warn func(string)) (*stapler, error) {
-	st := &stapler{base: cert, verify: verify, url: responder, timeout: 30 * time.Second}
+	st := &stapler{base: cert, verify: verify, url: responder, timeout: 30 * time.Second, network: "ip"}
 	leaf := cert.Leaf
 	if leaf == nil {
 		var err error
@@ -254,10 +256,15 @@ func newStapler(cert *stdtls.Certificate, certFile string, responder *url.URL, v
 		}
 		st.url = u
 	}
+	st.chain = x509.NewCertPool()
 	for _, der := range cert.Certificate[1:] {
-		if c, err := x509.ParseCertificate(der); err == nil && leaf.CheckSignatureFrom(c) == nil {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			continue
+		}
+		st.chain.AddCert(c)
+		if st.issuer == nil && leaf.CheckSignatureFrom(c) == nil {
 			st.issuer = c
-			break
 		}
 	}
 	st.trusted = x509.NewCertPool()
