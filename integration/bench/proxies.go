@@ -32,7 +32,10 @@ type confData struct {
 	AccessLog             string // access_log's arguments for numaproxy and nginx ("off" but in the log shapes)
 	// TLS shapes: an ECDSA P-256 and an RSA-2048 address ("" in the others).
 	TLSEC, TLSRSA string
-	Certs         certFiles
+	// NoResume turns session resumption off (tickets and cache): wrk resumes
+	// its connections' sessions, so the full-handshake shapes refuse it.
+	NoResume bool
+	Certs    certFiles
 }
 
 func renderTemplate(name, out string, d confData) error {

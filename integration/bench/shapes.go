@@ -94,6 +94,7 @@ type shapeDef struct {
 	// only the proxies with nginx's log module run the shape.
 	accessLog string
 	tls       bool // TLS listeners (numaproxy, nginx, HAProxy)
+	noResume  bool // with session resumption off
 }
 
 var shapeDefs = []shapeDef{
@@ -110,8 +111,8 @@ var shapeDefs = []shapeDef{
 	{Name: "gzip1", Title: "100 KB text/html compressed with gzip level 1 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz1/100k"), gzip: true},
 	{Name: "gzip5", Title: "100 KB text/html compressed with gzip level 5 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz5/100k"), gzip: true},
 	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
-	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true},
-	{Name: "tls-hs-rsa", Title: "TLS full handshakes, RSA-2048, a new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: tlsShape(true, "/", 50, "Connection: close"), tls: true},
+	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true, noResume: true},
+	{Name: "tls-hs-rsa", Title: "TLS full handshakes, RSA-2048, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close')", measure: tlsShape(true, "/", 50, "Connection: close"), tls: true, noResume: true},
 	{Name: "tls-resume", Title: "TLS resumed handshakes, ECDSA, one connection at a time (openssl s_time -reuse -www /)", measure: (*harness).tlsResume, tls: true},
 	{Name: "tls-keepalive", Title: "keep-alive over TLS, ECDSA, ~100-byte response (wrk -t1 -c50)", measure: tlsShape(false, "/", 50), tls: true},
 	{Name: "tls-large", Title: "1 MiB response over TLS, ECDSA (wrk -t1 -c10; userspace TLS where the kernel has no kTLS)", measure: tlsShape(false, "/1m", 10), tls: true},
@@ -219,7 +220,7 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 				res.Errors, res.ErrorKind = 1, err.Error()
 				return res
 			}
-			d.TLSEC, d.TLSRSA = ec.String(), rsa.String()
+			d.TLSEC, d.TLSRSA, d.NoResume = ec.String(), rsa.String(), s.noResume
 		}
 		h.cur = d
 		if s.accessLog != "" {

@@ -55,6 +55,11 @@ func tlsShape(rsa bool, path string, conns int, headers ...string) func(h *harne
 		if rsa {
 			a = h.cur.TLSRSA
 		}
+		if h.cur.NoResume {
+			if err := checkNoResume(a); err != nil {
+				return err
+			}
+		}
 		r, err := h.wrkURL(p, res, "https://"+a+path, conns, headers...)
 		if err == nil && path == "/1m" && r.Seconds > 0 {
 			res.MBps = float64(r.Requests) * largeSize / r.Seconds / 1e6
@@ -122,4 +127,21 @@ func parseSTime(out string) (n, reused, other int64, err error) {
 func lastLines(s string, n int) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(l[max(0, len(l)-n):], " / ")
+}
+
+// checkNoResume makes sure the server resumes no session: openssl s_client
+// -reconnect over TLS 1.2 (whose tickets come within the handshake) says
+// "Reused" for a resumed one.
+func checkNoResume(addr string) error {
+	cmd := exec.Command("openssl", "s_client", "-connect", addr, "-reconnect", "-tls1_2")
+	cmd.Stdin = strings.NewReader("")
+	out, _ := cmd.CombinedOutput()
+	s := string(out)
+	if !strings.Contains(s, "\nNew, ") {
+		return fmt.Errorf("openssl s_client -reconnect: no handshake: %s", lastLines(s, 3))
+	}
+	if strings.Contains(s, "\nReused, ") {
+		return fmt.Errorf("sessions resumed with resumption off")
+	}
+	return nil
 }
