@@ -82,9 +82,10 @@ func TestTLSStaplingFileVsNginx(t *testing.T) {
 			t.Errorf("%s without stapling: %q", v, got)
 		}
 	}
-	// ssl_stapling on without a file is refused: numaproxy fetches nothing.
+	// ssl_stapling on without a file, for a certificate with no responder
+	// URL, is nginx's warning (see TestTLSStaplingResponderVsNginx for fetching).
 	conf := writeTree(t, map[string]string{"conf/numaproxy.conf": "events { }\nhttp {\n" + body("127.0.0.1:8443", "ssl_stapling on;") + "\n}\n"})
-	if r := run(t, "-p", conf, "-t"); r.code != 1 || !strings.Contains(r.stderr, `"ssl_stapling" needs "ssl_stapling_file"`) || !strings.Contains(r.stderr, "numaproxy.conf:9") {
+	if r := run(t, "-p", conf, "-t"); r.code != 0 || !strings.Contains(r.stderr, `"ssl_stapling" ignored, no OCSP responder URL in the certificate`) || !strings.Contains(r.stderr, "numaproxy.conf:9") {
 		t.Errorf("ssl_stapling without a file: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -287,7 +288,7 @@ func TestTLSRefusedDirectives(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{srv + "ssl_early_data on; }", `"ssl_early_data on" is not supported: crypto/tls has no TLS 1.3 0-RTT server in `},
 		{srv + "ssl_conf_command Options PrioritizeChaCha; }", `"ssl_conf_command" is not supported: numaproxy's TLS is crypto/tls`},
-		{srv + "ssl_stapling_responder http://ocsp.example/; }", `"ssl_stapling_responder" is not supported`},
+		{srv + "ssl_stapling_responder https://ocsp.example/; }", `invalid URL prefix in OCSP responder "https://ocsp.example/" in "ssl_stapling_responder"`},
 		{srv + "ssl_ecdh_curve brainpoolP256r1; }", `crypto/tls has no group "brainpoolP256r1"`},
 	} {
 		dir := writeTree(t, map[string]string{"conf/numaproxy.conf": "events { }\nhttp {\n" + tc.conf + "\n}\n"})

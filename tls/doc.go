@@ -42,6 +42,13 @@
 // domains: each resumption touches it), builtin one cache per loop.
 // crypto/tls has no TLS 1.2 resumption by session ID alone.
 //
+// OCSP stapling (ssl_stapling without ssl_stapling_file): a stapler per
+// certificate, shared by the loops, is the configuration's GetCertificate. A
+// handshake that finds no fresh response starts one fetch (a goroutine with
+// net/http, off the loops; at most one per certificate at a time) and goes on
+// without a staple, as nginx's first handshakes do; the verified response is
+// swapped in atomically and stapled until its nextUpdate, refreshed before.
+//
 // Client runs the same machinery for connections to https upstreams: Dial
 // connects, the handshake (tls.Client) runs as the loop's coroutine, writes
 // made meanwhile wait, and the proxy's handler gets the *Conn once it is done,

@@ -7,6 +7,7 @@ import (
 	"encoding/asn1"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -19,6 +20,8 @@ type extraConf struct {
 	stapling     bool
 	staplingPos  conf.Pos
 	stapleFile   fileRef
+	stapleVerify bool
+	responder    *url.URL // ssl_stapling_responder
 	passwordFile fileRef
 	curves       []stdtls.CurveID // nil: crypto/tls's default (auto)
 	bufferSize   int
@@ -30,6 +33,7 @@ const (
 	exStapling = 1 << iota
 	exStapleFile
 	exStaplingVerify
+	exResponder
 	exPasswordFile
 	exCurve
 	exDHParam
@@ -44,6 +48,12 @@ func (e *extraConf) inherit(p *extraConf) {
 	}
 	if e.set&exStapleFile == 0 {
 		e.stapleFile = p.stapleFile
+	}
+	if e.set&exStaplingVerify == 0 {
+		e.stapleVerify = p.stapleVerify
+	}
+	if e.set&exResponder == 0 {
+		e.responder = p.responder
 	}
 	if e.set&exPasswordFile == 0 {
 		e.passwordFile = p.passwordFile
@@ -110,14 +120,28 @@ func extraDirectives() []conf.Directive {
 			e.stapling, e.staplingPos = on, s.Pos
 			return nil
 		}), Syntax: "ssl_stapling on | off;", Default: "off",
-			Doc: "Staples the OCSP response of ssl_stapling_file to the handshakes of clients that ask for one (status_request). Fetching responses from the OCSP responder needs the resolver and is not implemented: ssl_stapling on without ssl_stapling_file is an error."},
+			Doc: "Staples an OCSP response to the handshakes of clients that ask for one (status_request): the one of ssl_stapling_file, else one fetched from the certificate's OCSP responder (or ssl_stapling_responder) for each certificate whose issuer is in its chain or in ssl_trusted_certificate. As nginx, the first handshake starts the fetch and handshakes staple once a response is there; it is refreshed before its nextUpdate (at most hourly), a failure retried after 5 minutes. Fetches run off the loops; a host name is resolved with the server's resolver (without one, nginx's warning and the system's resolver). A certificate with no responder or issuer is served without a staple (a warning)."},
 		{Name: "ssl_stapling_file", Contexts: hs, Args: conf.Args1, Set: file(exStapleFile, func(e *extraConf) *fileRef { return &e.stapleFile }),
 			Syntax: "ssl_stapling_file file;",
-			Doc:    "A DER OCSP response stapled for every certificate of the server (as nginx, it is not verified), read at start and at each reload."},
-		{Name: "ssl_stapling_verify", Contexts: hs, Args: conf.Flag, Set: flag(exStaplingVerify, func(*extraConf, bool, *conf.Stmt) error { return nil }),
-			NoEffect: true, Syntax: "ssl_stapling_verify on | off;", Default: "off",
-			Doc: "Verification of responses fetched from the responder; numaproxy fetches none and, as nginx, does not verify ssl_stapling_file."},
-		{Name: "ssl_stapling_responder", Contexts: hs, Args: conf.Args1, Set: refuse("numaproxy does not fetch OCSP responses (it has no resolver for it); use ssl_stapling_file")},
+			Doc:    "A DER OCSP response stapled for every certificate of the server instead of fetched ones (as nginx, it is not verified), read at start and at each reload."},
+		{Name: "ssl_stapling_verify", Contexts: hs, Args: conf.Flag, Set: flag(exStaplingVerify, func(e *extraConf, on bool, _ *conf.Stmt) error {
+			e.stapleVerify = on
+			return nil
+		}), Syntax: "ssl_stapling_verify on | off;", Default: "off",
+			Doc: "Staples fetched responses only when signed by the certificate's issuer (or a responder it certified) and that issuer chains to ssl_trusted_certificate; as nginx, ssl_stapling_file is not verified."},
+		{Name: "ssl_stapling_responder", Contexts: hs, Args: conf.Args1, Set: func(c *conf.Cursor, s *conf.Stmt) error {
+			e, err := ex(c, s, exResponder)
+			if err != nil {
+				return err
+			}
+			u, err := parseResponder(s.Args[0].Value)
+			if err != nil {
+				return s.Errorf("%v in \"ssl_stapling_responder\"", err)
+			}
+			e.responder = u
+			return nil
+		}, Syntax: "ssl_stapling_responder url;",
+			Doc: "The OCSP responder asked instead of the one in the certificates' authority information access; http:// only, as nginx."},
 		{Name: "ssl_password_file", Contexts: hs, Args: conf.Args1, Set: file(exPasswordFile, func(e *extraConf) *fileRef { return &e.passwordFile }),
 			Syntax: "ssl_password_file file;",
 			Doc:    "Passphrases of encrypted ssl_certificate_key files, one a line, each tried in turn: PKCS#8 (PBES2 with PBKDF2 and AES-CBC, OpenSSL 3's default) and legacy PEM encryption."},

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	stdtls "crypto/tls"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,8 @@ type ServerConfig struct {
 	// identifiers of sessions kept there (ssl_session_cache with tickets off).
 	sessions     *sessionCache
 	builtinCache int
+
+	staplers staplers // OCSP responses fetched (ssl_stapling); nil: Certificates as they are
 }
 
 // Router picks the configuration of a connection. Its methods run on the loop
@@ -171,6 +174,15 @@ func (l *Layer) config(sc *ServerConfig) *stdtls.Config {
 	}
 	cfg := sc.TLS.Clone()
 	cfg.GetConfigForClient = l.configForClient
+	if st := sc.staplers; st != nil {
+		cfg.GetCertificate = func(h *stdtls.ClientHelloInfo) (*stdtls.Certificate, error) {
+			log := slog.Default()
+			if c := l.cur; c != nil {
+				log = c.raw.Loop().Logger()
+			}
+			return st.get(h, log)
+		}
+	}
 	if l.support != nil {
 		cfg.KeyLogWriter = &l.keylog
 	}

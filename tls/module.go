@@ -2,6 +2,7 @@ package tls
 
 import (
 	stdtls "crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/resolver"
 )
 
 // Module declares the ssl_* directives (nginx's ngx_http_ssl_module). Their
@@ -433,7 +435,9 @@ func check(cfg *conf.Config, self *conf.Module) error {
 		if len(sc.certFiles) == 0 && len(sc.keyFiles) == 0 && !sc.extra.reject {
 			continue
 		}
-		built, err := sc.build()
+		built, err := sc.build(srv, func(msg string) {
+			cfg.Warnings = append(cfg.Warnings, &conf.Error{Pos: sc.extra.staplingPos, Msg: msg})
+		})
 		if err != nil {
 			return err
 		}
@@ -470,7 +474,7 @@ func check(cfg *conf.Config, self *conf.Module) error {
 }
 
 // build loads the server's certificates and makes its crypto/tls configuration.
-func (sc *SrvConf) build() (*ServerConfig, error) {
+func (sc *SrvConf) build(srv *conf.Server, warn func(string)) (*ServerConfig, error) {
 	if len(sc.keyFiles) < len(sc.certFiles) {
 		f := sc.certFiles[len(sc.keyFiles)]
 		return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("no \"ssl_certificate_key\" is defined for certificate \"%s\"", f.path)}
@@ -504,13 +508,9 @@ func (sc *SrvConf) build() (*ServerConfig, error) {
 		}
 	}
 	var staple []byte
-	if sc.extra.stapling {
-		f := sc.extra.stapleFile
-		if f.path == "" {
-			return nil, &conf.Error{Pos: sc.extra.staplingPos, Msg: "\"ssl_stapling\" needs \"ssl_stapling_file\": numaproxy does not fetch OCSP responses from the responder"}
-		}
+	if sc.extra.stapling && sc.extra.stapleFile.path != "" {
 		var err error
-		if staple, err = loadStaple(f); err != nil {
+		if staple, err = loadStaple(sc.extra.stapleFile); err != nil {
 			return nil, err
 		}
 	}
@@ -523,6 +523,16 @@ func (sc *SrvConf) build() (*ServerConfig, error) {
 			return nil, &conf.Error{Pos: cf.pos, Msg: fmt.Sprintf("cannot load certificate \"%s\" with key \"%s\": %v", cf.path, kf.path, err), Err: err}
 		}
 		cfg.Certificates = append(cfg.Certificates, cert)
+	}
+	var staples staplers
+	if sc.extra.stapling && staple == nil && len(cfg.Certificates) > 0 {
+		var err error
+		if staples, err = sc.staplers(srv, cfg.Certificates, warn); err != nil {
+			return nil, err
+		}
+		// Handshakes take the certificates from the staplers, which swap in
+		// the fetched responses.
+		cfg.Certificates = nil
 	}
 	var keys [][32]byte
 	for _, f := range sc.ticketKeys {
@@ -540,7 +550,7 @@ func (sc *SrvConf) build() (*ServerConfig, error) {
 		timeout = 5 * time.Minute
 	}
 	out := &ServerConfig{TLS: cfg, SessionTimeout: timeout, Reject: sc.extra.reject, RecordSize: sc.extra.bufferSize,
-		AutoTicketKeys: keys == nil}
+		AutoTicketKeys: keys == nil, staplers: staples}
 	if sc.noTickets && sc.cache.mode == cacheOn {
 		// Sessions kept in the cache, tickets naming them.
 		cfg.SessionTicketsDisabled = false
@@ -560,6 +570,49 @@ func (sc *SrvConf) build() (*ServerConfig, error) {
 		// and the request is refused later, as in nginx.
 		cfg.ClientAuth = stdtls.RequestClientCert
 		cfg.ClientCAs = v.named
+	}
+	return out, nil
+}
+
+// staplers prepares the OCSP fetching of every certificate of the server.
+func (sc *SrvConf) staplers(srv *conf.Server, certs []stdtls.Certificate, warn func(string)) (staplers, error) {
+	var cas []*x509.Certificate
+	for _, f := range []fileRef{sc.trustedCA, sc.clientCA} {
+		if f.path == "" {
+			continue
+		}
+		c, err := loadCerts(f.path)
+		if err != nil {
+			return nil, &conf.Error{Pos: f.pos, Msg: fmt.Sprintf("cannot load CA certificates \"%s\": %v", f.path, err), Err: err}
+		}
+		cas = append(cas, c...)
+	}
+	var rs []netip.AddrPort
+	timeout, network := 30*time.Second, "ip"
+
+	if srv != nil {
+		if lc, ok := srv.Conf(resolver.Module).(*resolver.LocConf); ok && lc != nil {
+			if r := lc.Resolver; r != nil {
+				rs = r.Servers
+				if r.NoIPv6 {
+					network = "ip4"
+				} else if r.NoIPv4 {
+					network = "ip6"
+				}
+			}
+			if lc.Timeout > 0 {
+				timeout = lc.Timeout
+			}
+		}
+	}
+	out := make(staplers, len(certs))
+	for i := range certs {
+		st, err := newStapler(&certs[i], sc.certFiles[i].path, sc.extra.responder, sc.extra.stapleVerify, cas, warn)
+		if err != nil {
+			return nil, &conf.Error{Pos: sc.certFiles[i].pos, Msg: fmt.Sprintf("cannot read certificate \"%s\": %v", sc.certFiles[i].path, err), Err: err}
+		}
+		st.resolver, st.timeout, st.network = rs, timeout, network
+		out[i] = st
 	}
 	return out, nil
 }

@@ -236,3 +236,16 @@ func TestParsePerfTraceSummary(t *testing.T) {
 		t.Fatalf("calls %v errors %v", calls, errs)
 	}
 }
+
+func TestParseSTime(t *testing.T) {
+	out := "\n\nNow timing with session id reuse.\nstarting\nrrrr*rr\nrrr\n\n" +
+		"990 connections in 0.33s; 3000.00 connections/user sec, bytes read 4615380\n" +
+		"990 connections in 2 real seconds, 4662 bytes read per connection\n"
+	n, reused, other, err := parseSTime(out)
+	if err != nil || n != 990 || reused != 9 || other != 1 {
+		t.Errorf("parseSTime: %d %d %d %v", n, reused, other, err)
+	}
+	if _, _, _, err := parseSTime("starting\n"); err == nil {
+		t.Error("no reuse run: no error")
+	}
+}

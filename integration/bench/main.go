@@ -36,7 +36,7 @@ func main() {
 	foreignMax := flag.Float64("foreign-max", 0.05, "share of CPU 0 that other processes may use before a run is repeated")
 	retries := flag.Int("retries", -1, "repeats of a run with foreign load on CPU 0 (default 3, 1 with -quick)")
 	proxies := flag.String("proxies", "numaproxy,nginx,haproxy,go-httputil", "proxies to compare, in interleaving order")
-	shapes := flag.String("shapes", "keepalive,log,logbuf,close,large,static-small,static-large,openloop,idle,reload,gzip1,gzip5,limitreq,cache-small,cache-large,locality", "shapes to run")
+	shapes := flag.String("shapes", "keepalive,log,logbuf,close,large,static-small,static-large,openloop,idle,reload,gzip1,gzip5,limitreq,cache-small,cache-large,locality,tls-hs-ecdsa,tls-hs-rsa,tls-resume,tls-keepalive,tls-large", "shapes to run")
 	out := flag.String("out", "", "JSON results file (default integration/bench/results/<date>[-quick].json)")
 	noInstall := flag.Bool("no-install", false, "do not apt-get missing tools")
 	flag.Parse()
@@ -157,6 +157,9 @@ func run(opt options, outPath string, install bool) error {
 		return err
 	}
 	e.static = filepath.Join(tmp, "www")
+	if e.certs, err = writeCerts(filepath.Join(tmp, "certs")); err != nil {
+		return err
+	}
 	if err := writeStaticFiles(e.static); err != nil {
 		return err
 	}
@@ -246,6 +249,17 @@ func run(opt options, outPath string, install bool) error {
 				}
 				procs = append(procs, p)
 			}
+		}
+		if s.tls {
+			var with []string
+			for _, p := range procs {
+				if p == "go-httputil" {
+					h.skipped[s.Name+" "+p] = "the Go baseline serves plain HTTP only"
+					continue
+				}
+				with = append(with, p)
+			}
+			procs = with
 		}
 		if s.gzip {
 			var with []string

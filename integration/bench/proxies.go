@@ -30,6 +30,12 @@ type confData struct {
 	Domains               string // numa_domains argument, "" for none
 	Reload                bool   // the run reloads the proxy (nginx: reuseport; HAProxy: master-worker)
 	AccessLog             string // access_log's arguments for numaproxy and nginx ("off" but in the log shapes)
+	// TLS shapes: an ECDSA P-256 and an RSA-2048 address ("" in the others).
+	TLSEC, TLSRSA string
+	// NoResume turns session resumption off (tickets and cache): wrk resumes
+	// its connections' sessions, so the full-handshake shapes refuse it.
+	NoResume bool
+	Certs    certFiles
 }
 
 func renderTemplate(name, out string, d confData) error {

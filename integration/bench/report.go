@@ -229,7 +229,7 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.KBPerConn, 2), fmtRatio(s.KBVsNginx), fmtSpread(s.RSSMiB, 1),
 					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), errCol(s), s.Reruns)
 			}
-		case "large":
+		case "large", "tls-large":
 			fmt.Fprintln(tw, "proxy\treq/s\tMB/s\tMB/s ×nginx\tCPU µs/req\tCPU ×nginx\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.MBps, 0), fmtRatio(s.MBpsVsNginx),

@@ -21,6 +21,7 @@ type env struct {
 	nginx     string
 	haproxy   string
 	static    string // the files of the static shapes
+	certs     certFiles
 	revision  string
 	versions  map[string]string
 	missing   map[string]string // proxy name -> why it cannot run

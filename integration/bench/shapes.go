@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -73,7 +74,8 @@ type harness struct {
 	results   []runResult
 	discarded []runResult // runs repeated because of foreign load on CPU 0
 	skipped   map[string]string
-	rate      float64 // open-loop rate used
+	rate      float64  // open-loop rate used
+	cur       confData // the configuration of the run under way
 }
 
 // shapeDef is one benchmark shape. A shape with perProxy runs once per proxy and
@@ -91,6 +93,8 @@ type shapeDef struct {
 	// accessLog: access_log's arguments (the file relative to the run's folder);
 	// only the proxies with nginx's log module run the shape.
 	accessLog string
+	tls       bool // TLS listeners (numaproxy, nginx, HAProxy)
+	noResume  bool // with session resumption off
 }
 
 var shapeDefs = []shapeDef{
@@ -111,6 +115,11 @@ var shapeDefs = []shapeDef{
 	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("Connection: close")},
 	{Name: "cache-small", Title: "proxy_cache hit, ~100-byte response (wrk -t1 -c50)", measure: cacheShape("/cached/", 50), nginxOnly: true},
 	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
+	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true, noResume: true},
+	{Name: "tls-hs-rsa", Title: "TLS full handshakes, RSA-2048, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close')", measure: tlsShape(true, "/", 50, "Connection: close"), tls: true, noResume: true},
+	{Name: "tls-resume", Title: "TLS resumed handshakes, ECDSA, one connection at a time (openssl s_time -reuse -www /)", measure: (*harness).tlsResume, tls: true},
+	{Name: "tls-keepalive", Title: "keep-alive over TLS, ECDSA, ~100-byte response (wrk -t1 -c50)", measure: tlsShape(false, "/", 50), tls: true},
+	{Name: "tls-large", Title: "1 MiB response over TLS, ECDSA (wrk -t1 -c10; userspace TLS where the kernel has no kTLS)", measure: tlsShape(false, "/1m", 10), tls: true},
 	{Name: "locality", Title: "locality with simulated domains (fresh connection per request, clients on CPU 0 and 1)", own: (*harness).locality},
 }
 
@@ -211,7 +220,17 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			return res
 		}
 		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload,
-			Static: h.env.static, AccessLog: "off"}
+			Static: h.env.static, AccessLog: "off", Certs: h.env.certs}
+		if s.tls {
+			ec, err1 := freePort()
+			rsa, err2 := freePort()
+			if err := errors.Join(err1, err2); err != nil {
+				res.Errors, res.ErrorKind = 1, err.Error()
+				return res
+			}
+			d.TLSEC, d.TLSRSA, d.NoResume = ec.String(), rsa.String(), s.noResume
+		}
+		h.cur = d
 		if s.accessLog != "" {
 			d.AccessLog = filepath.Join(dir, s.accessLog)
 		}
@@ -286,7 +305,10 @@ func (h *harness) waitQuiet(limit time.Duration) {
 }
 
 func (h *harness) wrkShape(p *proc, addr netip.AddrPort, res *runResult, path string, conns int, headers ...string) (wrkResult, error) {
-	url := "http://" + addr.String() + path
+	return h.wrkURL(p, res, "http://"+addr.String()+path, conns, headers...)
+}
+
+func (h *harness) wrkURL(p *proc, res *runResult, url string, conns int, headers ...string) (wrkResult, error) {
 	if h.opt.warmup > 0 {
 		if _, _, err := runWrk(url, conns, h.opt.warmup, headers...); err != nil {
 			return wrkResult{}, err

@@ -137,6 +137,7 @@ type ClientOptions struct {
 	Server bool
 	Names  []string
 	CRLs   []string
+	OCSP   []string // OCSP responder URLs (authority information access)
 }
 
 // IssueClient makes an ECDSA client certificate (extended key usage clientAuth).
@@ -168,6 +169,7 @@ func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
 	if o.Server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.CRLDistributionPoints = o.CRLs
+		tmpl.OCSPServer = o.OCSP
 		for _, n := range o.Names {
 			if ip := net.ParseIP(n); ip != nil {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
