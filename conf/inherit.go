@@ -32,3 +32,32 @@ func take[T any](c, p *T, set func(*T) *uint64, fields []Inherited[T]) {
 		}
 	}
 }
+
+// SetValue is a directive's Set for a value in one argument: parse reads it into
+// field of the calling module's config at this http level (an L), and bit is marked
+// in the set mask mask returns, for Inherit. A value parse refuses is nginx's
+// "invalid value".
+func SetValue[L, T any](parse func(string) (T, error), field func(*L) *T, mask func(*L) *uint64, bit uint64) func(*Cursor, *Stmt) error {
+	return SetParsed(func(s *Stmt) (T, error) {
+		v, err := parse(s.Args[0].Value)
+		if err != nil {
+			return v, s.InvalidValue(s.Args[0], "")
+		}
+		return v, nil
+	}, field, mask, bit)
+}
+
+// SetParsed is SetValue for a parse that reads the whole statement and words its
+// own errors.
+func SetParsed[L, T any](parse func(*Stmt) (T, error), field func(*L) *T, mask func(*L) *uint64, bit uint64) func(*Cursor, *Stmt) error {
+	return func(c *Cursor, s *Stmt) error {
+		v, err := parse(s)
+		if err != nil {
+			return err
+		}
+		lc := c.HTTPConf().(*L)
+		*field(lc) = v
+		*mask(lc) |= bit
+		return nil
+	}
+}
