@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -133,14 +132,6 @@ const staticRedirectServers = `
 	server { listen 127.0.0.1:PORT2; root ROOT; absolute_redirect off; location /ret { return 301 /elsewhere; } location / { } }
 `
 
-// staticAnswer is what a server sent, reduced to what is compared.
-type staticAnswer struct {
-	status  int
-	headers map[string]string
-	body    string // "" for error pages (each server's own)
-	date    string
-}
-
 // extraStaticFiles adds to the tree what the package's comparison has no use for:
 // files the servers may not read, a large file.
 func extraStaticFiles(t *testing.T, ft *statictest.Tree) {
@@ -226,17 +217,17 @@ func TestStaticDifferential(t *testing.T) {
 		if len(c.Headers) > 0 {
 			name += fmt.Sprint(" ", c.Headers)
 		}
-		var want, got staticAnswer
+		var want, got statictest.Answer
 		for try := 0; try < 5; try++ {
 			// Times in Expires and Cache-Control count from the Date: ask again
 			// when the two answers came in different seconds.
 			want = askStatic(t, ngAddrs[c.Server], c)
 			got = askStatic(t, npAddrs[c.Server], c)
-			if want.date == got.date {
+			if want.Date == got.Date {
 				break
 			}
 		}
-		if diff := compareStatic(want, got); diff != "" {
+		if diff := statictest.Compare(want, got, "numaproxy"); diff != "" {
 			t.Errorf("%s:\n%s", name, diff)
 		}
 	}
@@ -254,83 +245,22 @@ func TestStaticDifferential(t *testing.T) {
 	// slash lets nginx climb out of the alias ("/ali../a.txt" is www/dir/../a.txt).
 	c := statictest.Case{Method: "GET", Target: "/ali../a.txt"}
 	want, got := askStatic(t, ngAddrs[0], c), askStatic(t, npAddrs[0], c)
-	if want.status != 200 || want.body != "hello world\n" || got.status != 403 {
-		t.Errorf("alias traversal: nginx %d %q, numaproxy %d; want nginx 200, numaproxy 403", want.status, want.body, got.status)
+	if want.Status != 200 || want.Body != "hello world\n" || got.Status != 403 {
+		t.Errorf("alias traversal: nginx %d %q, numaproxy %d; want nginx 200, numaproxy 403", want.Status, want.Body, got.Status)
 	}
 }
 
 var portRe = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 
-// askStatic sends the request raw (the headers exactly as given) and reads the answer.
-func askStatic(t *testing.T, addr string, c statictest.Case) staticAnswer {
+// askStatic is statictest.Ask with the addresses in headers masked: each server
+// has its own port.
+func askStatic(t *testing.T, addr string, c statictest.Case) statictest.Answer {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var req strings.Builder
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\n", c.Method, c.Target)
-	fmt.Fprintf(&req, "Host: %s\r\n", addr)
-	req.WriteString("Connection: close\r\n")
-	for k, v := range c.Headers {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
-	}
-	if c.Method == "POST" || c.Method == "PUT" {
-		req.WriteString("Content-Length: 0\r\n")
-	}
-	req.WriteString("\r\n")
-	if _, err := io.WriteString(conn, req.String()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: c.Method})
-	if err != nil {
-		t.Fatalf("%s %s to %s: %v", c.Method, c.Target, addr, err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s to %s: %v", c.Method, c.Target, addr, err)
-	}
-	a := staticAnswer{status: resp.StatusCode, headers: map[string]string{}, body: string(body), date: resp.Header.Get("Date")}
-	for _, k := range statictest.Headers {
-		if v := resp.Header.Values(k); len(v) > 0 {
-			a.headers[k] = portRe.ReplaceAllString(strings.Join(v, ", "), "127.0.0.1:PORT")
-		}
-	}
-	if resp.ContentLength >= 0 && resp.Header.Get("Content-Length") != "" {
-		a.headers["Content-Length"] = strconv.FormatInt(resp.ContentLength, 10)
-	}
-	if resp.StatusCode >= 300 && resp.StatusCode != 304 {
-		a.body = ""
-		delete(a.headers, "Content-Length") // each server's own page
+	a := statictest.Ask(t, addr, c)
+	for k, v := range a.Headers {
+		a.Headers[k] = portRe.ReplaceAllString(v, "127.0.0.1:PORT")
 	}
 	return a
-}
-
-// compareStatic lists the differences; multipart boundaries are compared by form.
-func compareStatic(want, got staticAnswer) string {
-	statictest.NormBoundary(want.headers, &want.body)
-	statictest.NormBoundary(got.headers, &got.body)
-	var diff strings.Builder
-	if want.status != got.status {
-		fmt.Fprintf(&diff, "  status: nginx %d, numaproxy %d\n", want.status, got.status)
-	}
-	for _, k := range statictest.Headers {
-		w, wok := want.headers[k]
-		g, gok := got.headers[k]
-		if w != g || wok != gok {
-			fmt.Fprintf(&diff, "  %s: nginx %q (%v), numaproxy %q (%v)\n", k, w, wok, g, gok)
-		}
-	}
-	if want.body != got.body {
-		if len(want.body) > 300 || len(got.body) > 300 {
-			fmt.Fprintf(&diff, "  body: nginx %d bytes %x, numaproxy %d bytes %x\n", len(want.body), sha256.Sum256([]byte(want.body)), len(got.body), sha256.Sum256([]byte(got.body)))
-		} else {
-			fmt.Fprintf(&diff, "  body:\n  nginx     %q\n  numaproxy %q\n", want.body, got.body)
-		}
-	}
-	return diff.String()
 }
 
 // TestStaticSlowReader: a file far larger than the socket buffers, asked for by a
@@ -475,14 +405,14 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		{Method: "GET", Target: "/ct/xaccel2", Headers: map[string]string{"Range": "bytes=0-1"}},
 	}
 	for _, c := range cases {
-		var want, got staticAnswer
+		var want, got statictest.Answer
 		for try := 0; try < 5; try++ {
 			want, got = askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
-			if want.date == got.date {
+			if want.Date == got.Date {
 				break
 			}
 		}
-		if diff := compareStatic(want, got); diff != "" {
+		if diff := statictest.Compare(want, got, "numaproxy"); diff != "" {
 			t.Errorf("%s %s %v:\n%s", c.Method, c.Target, c.Headers, diff)
 		}
 	}
@@ -545,8 +475,8 @@ func TestStaticVariables(t *testing.T) {
 	for _, target := range []string{"/r/x.txt", "/a/y/z", "/re/sub/q"} {
 		c := statictest.Case{Method: "GET", Target: target}
 		want, got := askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
-		if want.status != got.status || want.body != got.body {
-			t.Errorf("%s: nginx %d %q, numaproxy %d %q", target, want.status, want.body, got.status, got.body)
+		if want.Status != got.Status || want.Body != got.Body {
+			t.Errorf("%s: nginx %d %q, numaproxy %d %q", target, want.Status, want.Body, got.Status, got.Body)
 		}
 	}
 	for _, addr := range []string{ngAddr, npAddr} {

@@ -1,10 +1,8 @@
 package static
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -82,13 +80,6 @@ const redirectServers = `
 	server { listen 127.0.0.1:PORT2; root ROOT; absolute_redirect off; }
 `
 
-// nginxAnswer is what a server sent, reduced to what is compared.
-type nginxAnswer struct {
-	status  int
-	headers map[string]string
-	body    string // "" for error pages (the core's)
-}
-
 func TestDifferentialNginx(t *testing.T) {
 	zone, err := time.LoadLocation(statictest.Zone)
 	if err != nil {
@@ -116,7 +107,7 @@ func TestDifferentialNginx(t *testing.T) {
 		want, date := askNginx(t, addrs[c.Server], c)
 		base := []*RedirectBase{{Host: []byte("127.0.0.1"), Port: port}, {Host: []byte("example.org")}, nil}[c.Server]
 		got := askPackage(t, h, srv, c, date, base)
-		if diff := compareAnswers(want, got); diff != "" {
+		if diff := statictest.Compare(want, got, "static"); diff != "" {
 			t.Errorf("%s:\n%s", name, diff)
 		}
 	}
@@ -126,62 +117,21 @@ func TestDifferentialNginx(t *testing.T) {
 	c := statictest.Case{Method: "GET", Target: "/ali../a.txt"}
 	want, date := askNginx(t, addr, c)
 	got := askPackage(t, h, srv, c, date, nil)
-	if want.status != 200 || want.body != "hello world\n" || got.status != 403 {
-		t.Errorf("alias traversal: nginx %d %q, static %d; want nginx 200, static 403", want.status, want.body, got.status)
+	if want.Status != 200 || want.Body != "hello world\n" || got.Status != 403 {
+		t.Errorf("alias traversal: nginx %d %q, static %d; want nginx 200, static 403", want.Status, want.Body, got.Status)
 	}
 }
 
-// askNginx sends the request raw (the headers exactly as given) and reads the answer.
-func askNginx(t *testing.T, addr string, c statictest.Case) (nginxAnswer, int64) {
+// askNginx is statictest.Ask; it returns the Date too, as a Unix time.
+func askNginx(t *testing.T, addr string, c statictest.Case) (statictest.Answer, int64) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var req strings.Builder
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", c.Method, c.Target, addr)
-	for k, v := range c.Headers {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
-	}
-	if c.Method == "POST" || c.Method == "PUT" {
-		req.WriteString("Content-Length: 0\r\n")
-	}
-	req.WriteString("\r\n")
-	if _, err := io.WriteString(conn, req.String()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: c.Method})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := nginxAnswer{status: resp.StatusCode, headers: map[string]string{}, body: string(body)}
-	for _, k := range statictest.Headers {
-		if v := resp.Header.Values(k); len(v) > 0 {
-			a.headers[k] = strings.Join(v, ", ")
-		}
-	}
-	if resp.ContentLength >= 0 && resp.Header.Get("Content-Length") != "" {
-		a.headers["Content-Length"] = strconv.FormatInt(resp.ContentLength, 10)
-	}
-	if isErrorPage(resp.StatusCode) {
-		a.body = ""
-		delete(a.headers, "Content-Length") // the core's page
-	}
-	date, err := http.ParseTime(resp.Header.Get("Date"))
+	a := statictest.Ask(t, addr, c)
+	date, err := http.ParseTime(a.Date)
 	if err != nil {
 		t.Fatalf("Date: %v", err)
 	}
 	return a, date.Unix()
 }
-
-// isErrorPage: the statuses nginx answers with its special response page.
-func isErrorPage(status int) bool { return status >= 300 && status != 304 }
 
 // testVars gives $uri, $args and regex captures, what the core's registry will.
 type testVars struct {
@@ -237,7 +187,7 @@ func findLocation(srv *conf.Server, uri string) (*conf.Location, []string) {
 // askPackage runs the request through the package the way the HTTP core will: find
 // the location, try_files, the content handlers and filters, following internal
 // redirects.
-func askPackage(t *testing.T, h *Handler, srv *conf.Server, c statictest.Case, now int64, base *RedirectBase) nginxAnswer {
+func askPackage(t *testing.T, h *Handler, srv *conf.Server, c statictest.Case, now int64, base *RedirectBase) statictest.Answer {
 	t.Helper()
 	target := c.Target
 	args := ""
@@ -321,22 +271,22 @@ func unescapePath(p string) string {
 }
 
 // answerOf renders a Response as the core will send it.
-func answerOf(t *testing.T, c statictest.Case, r *Response) nginxAnswer {
+func answerOf(t *testing.T, c statictest.Case, r *Response) statictest.Answer {
 	t.Helper()
 	if r.Action != Send {
 		t.Fatalf("%s: action %d", c.Target, r.Action)
 	}
-	a := nginxAnswer{status: r.Status, headers: map[string]string{}}
+	a := statictest.Answer{Status: r.Status, Headers: map[string]string{}}
 	set := func(k string, v []byte) {
 		if v != nil {
-			a.headers[k] = string(v)
+			a.Headers[k] = string(v)
 		}
 	}
 	if len(r.ContentType) > 0 {
 		set("Content-Type", r.AppendContentType(nil))
 	}
 	if r.ContentLength >= 0 && !r.ErrorPage {
-		a.headers["Content-Length"] = strconv.FormatInt(r.ContentLength, 10)
+		a.Headers["Content-Length"] = strconv.FormatInt(r.ContentLength, 10)
 	}
 	if r.LastModified >= 0 {
 		set("Last-Modified", AppendHTTPTime(nil, r.LastModified))
@@ -344,7 +294,7 @@ func answerOf(t *testing.T, c statictest.Case, r *Response) nginxAnswer {
 	set("ETag", r.ETag)
 	set("Content-Range", r.ContentRange)
 	if r.AcceptRanges {
-		a.headers["Accept-Ranges"] = "bytes"
+		a.Headers["Accept-Ranges"] = "bytes"
 	}
 	set("Location", r.Location)
 	set("Expires", r.Expires)
@@ -367,27 +317,6 @@ func answerOf(t *testing.T, c statictest.Case, r *Response) nginxAnswer {
 	if r.ContentLength >= 0 && int64(len(body)) != r.ContentLength {
 		t.Errorf("%s: body of %d bytes, Content-Length %d", c.Target, len(body), r.ContentLength)
 	}
-	a.body = string(body)
+	a.Body = string(body)
 	return a
-}
-
-// compareAnswers lists the differences; multipart boundaries are compared by form.
-func compareAnswers(want, got nginxAnswer) string {
-	statictest.NormBoundary(want.headers, &want.body)
-	statictest.NormBoundary(got.headers, &got.body)
-	var diff strings.Builder
-	if want.status != got.status {
-		fmt.Fprintf(&diff, "  status: nginx %d, static %d\n", want.status, got.status)
-	}
-	for _, k := range statictest.Headers {
-		w, wok := want.headers[k]
-		g, gok := got.headers[k]
-		if w != g || wok != gok {
-			fmt.Fprintf(&diff, "  %s: nginx %q (%v), static %q (%v)\n", k, w, wok, g, gok)
-		}
-	}
-	if want.body != got.body {
-		fmt.Fprintf(&diff, "  body:\n  nginx  %q\n  static %q\n", want.body, got.body)
-	}
-	return diff.String()
 }

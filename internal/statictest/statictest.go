@@ -5,11 +5,16 @@
 package statictest
 
 import (
+	"bufio"
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -367,4 +372,86 @@ func NormBoundary(headers map[string]string, body *string) {
 		headers["Content-Type"] = strings.ReplaceAll(headers["Content-Type"], m[1], "BOUNDARY")
 		*body = strings.ReplaceAll(*body, m[1], "BOUNDARY")
 	}
+}
+
+// Answer is what a server sent, reduced to what is compared.
+type Answer struct {
+	Status  int
+	Headers map[string]string // those of Headers it sent
+	Body    string            // "" for error pages (each server's own)
+	Date    string
+}
+
+// IsErrorPage: the statuses nginx answers with its special response page.
+func IsErrorPage(status int) bool { return status >= 300 && status != 304 }
+
+// Ask sends c to addr raw (the headers exactly as given) and reads the answer.
+func Ask(t *testing.T, addr string, c Case) Answer {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var req strings.Builder
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", c.Method, c.Target, addr)
+	for k, v := range c.Headers {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	if c.Method == "POST" || c.Method == "PUT" {
+		req.WriteString("Content-Length: 0\r\n")
+	}
+	req.WriteString("\r\n")
+	if _, err := io.WriteString(conn, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: c.Method})
+	if err != nil {
+		t.Fatalf("%s %s to %s: %v", c.Method, c.Target, addr, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s to %s: %v", c.Method, c.Target, addr, err)
+	}
+	a := Answer{Status: resp.StatusCode, Headers: map[string]string{}, Body: string(body), Date: resp.Header.Get("Date")}
+	for _, k := range Headers {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			a.Headers[k] = strings.Join(v, ", ")
+		}
+	}
+	if resp.ContentLength >= 0 && resp.Header.Get("Content-Length") != "" {
+		a.Headers["Content-Length"] = strconv.FormatInt(resp.ContentLength, 10)
+	}
+	if IsErrorPage(resp.StatusCode) {
+		a.Body = ""
+		delete(a.Headers, "Content-Length") // each server's own page
+	}
+	return a
+}
+
+// Compare lists how got (from the server called name) differs from nginx's want;
+// multipart boundaries are compared by form, long bodies by digest.
+func Compare(want, got Answer, name string) string {
+	NormBoundary(want.Headers, &want.Body)
+	NormBoundary(got.Headers, &got.Body)
+	var diff strings.Builder
+	if want.Status != got.Status {
+		fmt.Fprintf(&diff, "  status: nginx %d, %s %d\n", want.Status, name, got.Status)
+	}
+	for _, k := range Headers {
+		w, wok := want.Headers[k]
+		g, gok := got.Headers[k]
+		if w != g || wok != gok {
+			fmt.Fprintf(&diff, "  %s: nginx %q (%v), %s %q (%v)\n", k, w, wok, name, g, gok)
+		}
+	}
+	if want.Body != got.Body {
+		if len(want.Body) > 300 || len(got.Body) > 300 {
+			fmt.Fprintf(&diff, "  body: nginx %d bytes %x, %s %d bytes %x\n", len(want.Body), sha256.Sum256([]byte(want.Body)), name, len(got.Body), sha256.Sum256([]byte(got.Body)))
+		} else {
+			fmt.Fprintf(&diff, "  body:\n  %-*s %q\n  %-*s %q\n", len(name), "nginx", want.Body, len(name), name, got.Body)
+		}
+	}
+	return diff.String()
 }
