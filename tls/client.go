@@ -154,11 +154,7 @@ func upstreamDirectives() []conf.Directive {
 	const hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 	up := func(c *conf.Cursor, s *conf.Stmt, bit uint32) (*upstreamConf, error) {
 		u := &srvConf(c).up
-		if u.set&bit != 0 && bit != 0 {
-			return nil, s.Errorf("%q directive is duplicate", s.Name)
-		}
-		u.set |= bit
-		return u, nil
+		return u, once(&u.set, bit, s)
 	}
 	flag := func(bit uint32, set func(u *upstreamConf, on bool)) func(*conf.Cursor, *conf.Stmt) error {
 		return func(c *conf.Cursor, s *conf.Stmt) error {
@@ -180,12 +176,8 @@ func upstreamDirectives() []conf.Directive {
 			if err != nil {
 				return err
 			}
-			v := s.Args[0].Value
-			if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-				return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-			}
-			*field(u) = fileRef{path: c.Path(v), pos: s.Pos}
-			return nil
+			*field(u), err = fileArg(c, s)
+			return err
 		}
 	}
 	return []conf.Directive{

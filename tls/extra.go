@@ -72,11 +72,7 @@ var curveNames = map[string]stdtls.CurveID{
 func extraDirectives() []conf.Directive {
 	ex := func(c *conf.Cursor, s *conf.Stmt, bit uint32) (*extraConf, error) {
 		e := &srvConf(c).extra
-		if e.set&bit != 0 {
-			return nil, s.Errorf("%q directive is duplicate", s.Name)
-		}
-		e.set |= bit
-		return e, nil
+		return e, once(&e.set, bit, s)
 	}
 	flag := func(bit uint32, set func(e *extraConf, on bool, s *conf.Stmt) error) func(*conf.Cursor, *conf.Stmt) error {
 		return func(c *conf.Cursor, s *conf.Stmt) error {
@@ -97,12 +93,8 @@ func extraDirectives() []conf.Directive {
 			if err != nil {
 				return err
 			}
-			v := s.Args[0].Value
-			if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-				return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-			}
-			*field(e) = fileRef{path: c.Path(v), pos: s.Pos}
-			return nil
+			*field(e), err = fileArg(c, s)
+			return err
 		}
 	}
 	return []conf.Directive{

@@ -244,7 +244,8 @@ func parseProtocols(c *conf.Cursor, s *conf.Stmt) (lo, hi uint16, err error) {
 	return lo, hi, nil
 }
 
-func versionName(v uint16) string {
+// knownVersion is OpenSSL's name of a protocol version; "" for another.
+func knownVersion(v uint16) string {
 	switch v {
 	case stdtls.VersionTLS10:
 		return "TLSv1"
@@ -254,6 +255,13 @@ func versionName(v uint16) string {
 		return "TLSv1.2"
 	case stdtls.VersionTLS13:
 		return "TLSv1.3"
+	}
+	return ""
+}
+
+func versionName(v uint16) string {
+	if n := knownVersion(v); n != "" {
+		return n
 	}
 	return fmt.Sprintf("0x%04x", v)
 }
@@ -357,17 +365,32 @@ func setVerifyDepth(c *conf.Cursor, s *conf.Stmt) error {
 func setCAFile(field func(*SrvConf) *fileRef, bit uint32) func(*conf.Cursor, *conf.Stmt) error {
 	return func(c *conf.Cursor, s *conf.Stmt) error {
 		sc := srvConf(c)
-		if sc.set&bit != 0 {
-			return s.Errorf("%q directive is duplicate", s.Name)
+		if err := once(&sc.set, bit, s); err != nil {
+			return err
 		}
-		v := s.Args[0].Value
-		if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-			return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-		}
-		*field(sc) = fileRef{path: c.Path(v), pos: s.Pos}
-		sc.set |= bit
-		return nil
+		f, err := fileArg(c, s)
+		*field(sc) = f
+		return err
 	}
+}
+
+// once marks bit in a set mask; a directive whose bit is marked already at this
+// level is nginx's "is duplicate".
+func once(set *uint32, bit uint32, s *conf.Stmt) error {
+	if *set&bit != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	*set |= bit
+	return nil
+}
+
+// fileArg is the file a directive names, which may not hold variables or data.
+func fileArg(c *conf.Cursor, s *conf.Stmt) (fileRef, error) {
+	v := s.Args[0].Value
+	if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+		return fileRef{}, s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+	}
+	return fileRef{path: c.Path(v), pos: s.Pos}, nil
 }
 
 // initModule adds the checks nginx makes in ngx_http_process_request, where
