@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
@@ -36,12 +35,7 @@ func Addr(tb testing.TB) string {
 // returns the configuration and the prefix.
 func Load(tb testing.TB, reg *conf.Registry, src string) (*conf.Config, string) {
 	tb.Helper()
-	dir := tb.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: file})
+	cfg, dir, err := conftest.LoadDir(tb, reg, src)
 	if err != nil {
 		tb.Fatal(err)
 	}
