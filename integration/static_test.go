@@ -217,17 +217,7 @@ func TestStaticDifferential(t *testing.T) {
 		if len(c.Headers) > 0 {
 			name += fmt.Sprint(" ", c.Headers)
 		}
-		var want, got statictest.Answer
-		for try := 0; try < 5; try++ {
-			// Times in Expires and Cache-Control count from the Date: ask again
-			// when the two answers came in different seconds.
-			want = askStatic(t, ngAddrs[c.Server], c)
-			got = askStatic(t, npAddrs[c.Server], c)
-			if want.Date == got.Date {
-				break
-			}
-		}
-		if diff := statictest.Compare(want, got, "numaproxy"); diff != "" {
+		if diff := askBoth(t, ngAddrs[c.Server], npAddrs[c.Server], c); diff != "" {
 			t.Errorf("%s:\n%s", name, diff)
 		}
 	}
@@ -261,6 +251,21 @@ func askStatic(t *testing.T, addr string, c statictest.Case) statictest.Answer {
 		a.Headers[k] = portRe.ReplaceAllString(v, "127.0.0.1:PORT")
 	}
 	return a
+}
+
+// askBoth sends c to nginx and to numaproxy and lists the differences. Times in
+// Expires and Cache-Control count from the Date: it asks again when the two
+// answers came in different seconds.
+func askBoth(t *testing.T, ngAddr, npAddr string, c statictest.Case) string {
+	t.Helper()
+	var want, got statictest.Answer
+	for try := 0; try < 5; try++ {
+		want, got = askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
+		if want.Date == got.Date {
+			break
+		}
+	}
+	return statictest.Compare(want, got, "numaproxy")
 }
 
 // TestStaticSlowReader: a file far larger than the socket buffers, asked for by a
@@ -405,14 +410,7 @@ func TestStaticFiltersOnProxied(t *testing.T) {
 		{Method: "GET", Target: "/ct/xaccel2", Headers: map[string]string{"Range": "bytes=0-1"}},
 	}
 	for _, c := range cases {
-		var want, got statictest.Answer
-		for try := 0; try < 5; try++ {
-			want, got = askStatic(t, ngAddr, c), askStatic(t, npAddr, c)
-			if want.Date == got.Date {
-				break
-			}
-		}
-		if diff := statictest.Compare(want, got, "numaproxy"); diff != "" {
+		if diff := askBoth(t, ngAddr, npAddr, c); diff != "" {
 			t.Errorf("%s %s %v:\n%s", c.Method, c.Target, c.Headers, diff)
 		}
 	}
