@@ -25,7 +25,12 @@ func Inherit[T any](child, parent *T, set func(*T) *uint64, defaults func() T, f
 }
 
 func take[T any](c, p *T, set func(*T) *uint64, fields []Inherited[T]) {
-	mask := *set(c)
+	TakeUnset(c, p, *set(c), fields)
+}
+
+// TakeUnset is Inherit's step without defaults: c takes from p each of fields
+// whose bit is not in mask, c's set mask.
+func TakeUnset[T any](c, p *T, mask uint64, fields []Inherited[T]) {
 	for _, f := range fields {
 		if mask&f.Bit == 0 {
 			f.Take(c, p)

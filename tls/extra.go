@@ -38,25 +38,18 @@ const (
 	exReject
 )
 
+// extraInherited are the fields a level takes from its parent when it did not set them.
+var extraInherited = []conf.Inherited[extraConf]{
+	{Bit: exStapling, Take: func(c, p *extraConf) { c.stapling, c.staplingPos = p.stapling, p.staplingPos }},
+	{Bit: exStapleFile, Take: func(c, p *extraConf) { c.stapleFile = p.stapleFile }},
+	{Bit: exPasswordFile, Take: func(c, p *extraConf) { c.passwordFile = p.passwordFile }},
+	{Bit: exCurve, Take: func(c, p *extraConf) { c.curves = p.curves }},
+	{Bit: exBufferSize, Take: func(c, p *extraConf) { c.bufferSize = p.bufferSize }},
+	{Bit: exReject, Take: func(c, p *extraConf) { c.reject = p.reject }},
+}
+
 func (e *extraConf) inherit(p *extraConf) {
-	if e.set&exStapling == 0 {
-		e.stapling, e.staplingPos = p.stapling, p.staplingPos
-	}
-	if e.set&exStapleFile == 0 {
-		e.stapleFile = p.stapleFile
-	}
-	if e.set&exPasswordFile == 0 {
-		e.passwordFile = p.passwordFile
-	}
-	if e.set&exCurve == 0 {
-		e.curves = p.curves
-	}
-	if e.set&exBufferSize == 0 {
-		e.bufferSize = p.bufferSize
-	}
-	if e.set&exReject == 0 {
-		e.reject = p.reject
-	}
+	conf.TakeUnset(e, p, uint64(e.set), extraInherited)
 	e.set |= p.set
 }
 

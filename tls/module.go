@@ -134,46 +134,25 @@ func ConfOf(srv *conf.Server) *SrvConf {
 
 func srvConf(c *conf.Cursor) *SrvConf { return c.HTTPConf().(*SrvConf) }
 
+// srvInherited are the fields a level takes from its parent when it did not set them.
+var srvInherited = []conf.Inherited[SrvConf]{
+	{Bit: bitCerts, Take: func(c, p *SrvConf) { c.certFiles = p.certFiles }},
+	{Bit: bitKeys, Take: func(c, p *SrvConf) { c.keyFiles = p.keyFiles }},
+	{Bit: bitProtocols, Take: func(c, p *SrvConf) { c.minVersion, c.maxVersion = p.minVersion, p.maxVersion }},
+	{Bit: bitCiphers, Take: func(c, p *SrvConf) { c.ciphers = p.ciphers }},
+	{Bit: bitTimeout, Take: func(c, p *SrvConf) { c.sessionTimeout = p.sessionTimeout }},
+	{Bit: bitTickets, Take: func(c, p *SrvConf) { c.noTickets = p.noTickets }},
+	{Bit: bitVerify, Take: func(c, p *SrvConf) { c.verify, c.verifyPos = p.verify, p.verifyPos }},
+	{Bit: bitDepth, Take: func(c, p *SrvConf) { c.verifyDepth = p.verifyDepth }},
+	{Bit: bitClientCA, Take: func(c, p *SrvConf) { c.clientCA = p.clientCA }},
+	{Bit: bitTrustedCA, Take: func(c, p *SrvConf) { c.trustedCA = p.trustedCA }},
+	{Bit: bitCRL, Take: func(c, p *SrvConf) { c.crl = p.crl }},
+	{Bit: bitCache, Take: func(c, p *SrvConf) { c.cache = p.cache }},
+	{Bit: bitTicketKeys, Take: func(c, p *SrvConf) { c.ticketKeys = p.ticketKeys }},
+}
+
 func (c *SrvConf) inherit(p *SrvConf) {
-	if c.set&bitCerts == 0 {
-		c.certFiles = p.certFiles
-	}
-	if c.set&bitKeys == 0 {
-		c.keyFiles = p.keyFiles
-	}
-	if c.set&bitProtocols == 0 {
-		c.minVersion, c.maxVersion = p.minVersion, p.maxVersion
-	}
-	if c.set&bitCiphers == 0 {
-		c.ciphers = p.ciphers
-	}
-	if c.set&bitTimeout == 0 {
-		c.sessionTimeout = p.sessionTimeout
-	}
-	if c.set&bitTickets == 0 {
-		c.noTickets = p.noTickets
-	}
-	if c.set&bitVerify == 0 {
-		c.verify, c.verifyPos = p.verify, p.verifyPos
-	}
-	if c.set&bitDepth == 0 {
-		c.verifyDepth = p.verifyDepth
-	}
-	if c.set&bitClientCA == 0 {
-		c.clientCA = p.clientCA
-	}
-	if c.set&bitTrustedCA == 0 {
-		c.trustedCA = p.trustedCA
-	}
-	if c.set&bitCRL == 0 {
-		c.crl = p.crl
-	}
-	if c.set&bitCache == 0 {
-		c.cache = p.cache
-	}
-	if c.set&bitTicketKeys == 0 {
-		c.ticketKeys = p.ticketKeys
-	}
+	conf.TakeUnset(c, p, uint64(c.set), srvInherited)
 	c.up.inherit(&p.up)
 	c.extra.inherit(&p.extra)
 	c.set |= p.set
