@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // Scheme is a password hash format of an htpasswd file.
@@ -173,7 +175,7 @@ func (h *Hash) parseMD5(magic string, s Scheme) {
 func (h *Hash) parseSSHA() {
 	h.scheme = SchemeSSHA
 	enc := h.field[6:]
-	dec, ok := decodeBase64(nil, []byte(enc))
+	dec, ok := httpcore.DecodeBase64(nil, []byte(enc))
 	if !ok || len(dec) < sha1.Size || base64.StdEncoding.EncodeToString(dec) != enc {
 		h.never("an {SSHA} hash is the padded base64 of a 20-byte digest and a salt")
 		return

@@ -1,25 +1,19 @@
 package authrequest
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 	"github.com/numaproxy/numaproxy/proxy"
 	"github.com/numaproxy/numaproxy/upstream"
 )
 
 func load(t *testing.T, src string) (*conf.Config, error) {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return conf.Load(conf.Options{Registry: conf.MustRegistry(upstream.Module, httpcore.Module, Module, proxy.Module), Prefix: dir, File: file})
+	return conftest.Load(t, conf.MustRegistry(upstream.Module, httpcore.Module, Module, proxy.Module), src)
 }
 
 func TestDirectiveErrors(t *testing.T) {

@@ -230,17 +230,11 @@ func coderDirectives(e Encoding) []conf.Directive {
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
 
+func setMask(lc *LocConf) *uint64 { return &lc.set }
+
+// setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		v, err := conf.ParseFlag(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], `it must be "on" or "off"`)
-		}
-		lc := locConf(c)
-		*field(lc) = v
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(conf.ParseFlag, field, setMask, bit)
 }
 
 func setHTTPVersion(c *conf.Cursor, s *conf.Stmt) error {
@@ -322,16 +316,7 @@ func setLevel(e Encoding, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
 }
 
 func setMinLength(e Encoding, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		n, err := conf.ParseSize(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		lc.Coders[e].MinLength = n
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(conf.ParseSize, func(lc *LocConf) *int64 { return &lc.Coders[e].MinLength }, setMask, bit)
 }
 
 func setTypes(e Encoding, bit uint64) func(*conf.Cursor, *conf.Stmt) error {

@@ -25,10 +25,44 @@ func Inherit[T any](child, parent *T, set func(*T) *uint64, defaults func() T, f
 }
 
 func take[T any](c, p *T, set func(*T) *uint64, fields []Inherited[T]) {
-	mask := *set(c)
+	TakeUnset(c, p, *set(c), fields)
+}
+
+// TakeUnset is Inherit's step without defaults: c takes from p each of fields
+// whose bit is not in mask, c's set mask.
+func TakeUnset[T any](c, p *T, mask uint64, fields []Inherited[T]) {
 	for _, f := range fields {
 		if mask&f.Bit == 0 {
 			f.Take(c, p)
 		}
+	}
+}
+
+// SetValue is a directive's Set for a value in one argument: parse reads it into
+// field of the calling module's config at this http level (an L), and bit is marked
+// in the set mask mask returns, for Inherit. A value parse refuses is nginx's
+// "invalid value".
+func SetValue[L, T any](parse func(string) (T, error), field func(*L) *T, mask func(*L) *uint64, bit uint64) func(*Cursor, *Stmt) error {
+	return SetParsed(func(s *Stmt) (T, error) {
+		v, err := parse(s.Args[0].Value)
+		if err != nil {
+			return v, s.InvalidValue(s.Args[0], "")
+		}
+		return v, nil
+	}, field, mask, bit)
+}
+
+// SetParsed is SetValue for a parse that reads the whole statement and words its
+// own errors.
+func SetParsed[L, T any](parse func(*Stmt) (T, error), field func(*L) *T, mask func(*L) *uint64, bit uint64) func(*Cursor, *Stmt) error {
+	return func(c *Cursor, s *Stmt) error {
+		v, err := parse(s)
+		if err != nil {
+			return err
+		}
+		lc := c.HTTPConf().(*L)
+		*field(lc) = v
+		*mask(lc) |= bit
+		return nil
 	}
 }

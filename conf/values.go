@@ -60,6 +60,15 @@ func ParseSize(s string) (int64, error) {
 	return int64(n) * mult, nil
 }
 
+// ParseBufferSize is ParseSize for a buffer: 1 byte to 1 GiB.
+func ParseBufferSize(s string) (int, error) {
+	n, err := ParseSize(s)
+	if err == nil && (n < 1 || n > 1<<30) {
+		err = fmt.Errorf("size %q out of range", s)
+	}
+	return int(n), err
+}
+
 var timeUnits = []struct {
 	suffix string
 	d      time.Duration

@@ -1,23 +1,17 @@
 package headers
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 )
 
 func loadConf(t *testing.T, src string) (*conf.Config, error) {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return conf.Load(conf.Options{Registry: conf.MustRegistry(httpcore.Module, Module), Prefix: dir, File: file})
+	return conftest.Load(t, conf.MustRegistry(httpcore.Module, Module), src)
 }
 
 // TestAddHeaderInheritance: a level with add_header of its own replaces every field

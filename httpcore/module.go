@@ -1,7 +1,6 @@
 package httpcore
 
 import (
-	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -33,7 +32,7 @@ const (
 
 func directives() []conf.Directive {
 	return []conf.Directive{
-		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: setClientMaxBodySize,
+		{Name: "client_max_body_size", Contexts: hsl, Args: conf.Args1, Set: conf.SetValue(conf.ParseSize, func(c *LocConf) *int64 { return &c.ClientMaxBodySize }, setMask, bitClientMaxBody),
 			Syntax: "client_max_body_size size;", Default: "1m",
 			Doc: "Largest request body: a larger Content-Length gets 413 as soon as the location is chosen (before its return), a chunked body once it grows past it; the body is then read and dropped. 0 disables the check."},
 		{Name: "client_body_buffer_size", Contexts: hsl, Args: conf.Args1, Set: setSize(func(c *LocConf) *int { return &c.ClientBodyBufferSize }, bitClientBodyBuffer),
@@ -389,53 +388,24 @@ func SetContentHandler(c *conf.Cursor, s *conf.Stmt, h Handler, autoRedirect boo
 	return nil
 }
 
-// setValue stores the directive's one argument, read by parse, in a field.
-func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		v, err := parse(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		*field(lc) = v
-		lc.set |= bit
-		return nil
-	}
-}
+func setMask(lc *LocConf) *uint64 { return &lc.set }
 
 func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseTime, field, bit)
+	return conf.SetValue(conf.ParseTime, field, setMask, bit)
 }
 
 func setNumber(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseNumber, field, bit)
+	return conf.SetValue(conf.ParseNumber, field, setMask, bit)
 }
 
 // setSize is for buffer sizes: 1 byte to 1 GiB.
 func setSize(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(func(v string) (int, error) {
-		n, err := conf.ParseSize(v)
-		if err == nil && (n < 1 || n > 1<<30) {
-			err = errors.New("out of range")
-		}
-		return int(n), err
-	}, field, bit)
+	return conf.SetValue(conf.ParseBufferSize, field, setMask, bit)
 }
 
 // setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseFlag, field, bit)
-}
-
-func setClientMaxBodySize(c *conf.Cursor, s *conf.Stmt) error {
-	n, err := conf.ParseSize(s.Args[0].Value)
-	if err != nil {
-		return s.InvalidValue(s.Args[0], "")
-	}
-	lc := locConf(c)
-	lc.ClientMaxBodySize = n
-	lc.set |= bitClientMaxBody
-	return nil
+	return conf.SetValue(conf.ParseFlag, field, setMask, bit)
 }
 
 func setInternal(c *conf.Cursor, s *conf.Stmt) error {

@@ -1,25 +1,19 @@
 package httpcore
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 )
 
 var testRegistry = conf.MustRegistry(Module)
 
 func loadConf(t testing.TB, src string) (*conf.Config, error) {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return conf.Load(conf.Options{Registry: testRegistry, Prefix: dir, File: file})
+	return conftest.Load(t, testRegistry, src)
 }
 
 func mustConf(t testing.TB, src string) *conf.Config {

@@ -243,30 +243,19 @@ func countLines(t *testing.T, files ...string) int {
 	return n
 }
 
-// TestAccessLogReopenAndReloadLoseNothing rotates the logs (mv, then USR1) and
-// reloads under a stream of requests on several loops, then stops gracefully:
-// every answered request has its line, in the old file or the new one, for an
-// unbuffered log, a buffered one and a gzip one.
-func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
-	addr := addrFor(t)
-	in := startMain(t, "worker_processes 2;\n", `
-  server {
-    listen `+addr+`;
-    access_log logs/plain.log;
-    access_log logs/buf.log combined buffer=64k flush=1s;
-    access_log logs/gz.log.gz combined gzip=5 flush=1s;
-    location / { return 200 "ok\n"; }
-  }`, addr)
-	stop := make(chan struct{})
+// loadClients runs clients sending requests to addr, each on a keep-alive connection,
+// until stop is called; stop returns how many were answered with 200.
+func loadClients(addr string, clients int) (stop func() int) {
+	done := make(chan struct{})
 	answered := make(chan int)
-	for range 4 {
+	for range clients {
 		go func() {
 			n := 0
 			defer func() { answered <- n }()
 			c := keepAliveClient(nil)
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -282,6 +271,31 @@ func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
 			}
 		}()
 	}
+	return func() int {
+		close(done)
+		total := 0
+		for range clients {
+			total += <-answered
+		}
+		return total
+	}
+}
+
+// TestAccessLogReopenAndReloadLoseNothing rotates the logs (mv, then USR1) and
+// reloads under a stream of requests on several loops, then stops gracefully:
+// every answered request has its line, in the old file or the new one, for an
+// unbuffered log, a buffered one and a gzip one.
+func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
+	addr := addrFor(t)
+	in := startMain(t, "worker_processes 2;\n", `
+  server {
+    listen `+addr+`;
+    access_log logs/plain.log;
+    access_log logs/buf.log combined buffer=64k flush=1s;
+    access_log logs/gz.log.gz combined gzip=5 flush=1s;
+    location / { return 200 "ok\n"; }
+  }`, addr)
+	stop := loadClients(addr, 4)
 	pause := func() { time.Sleep(300 * time.Millisecond) }
 	pause()
 	for _, f := range []string{"plain.log", "buf.log", "gz.log.gz"} {
@@ -296,11 +310,7 @@ func TestAccessLogReopenAndReloadLoseNothing(t *testing.T) {
 	in.signal("reload")
 	in.waitLog("configuration reloaded")
 	pause()
-	close(stop)
-	total := 0
-	for range 4 {
-		total += <-answered
-	}
+	total := stop()
 	in.signal("quit")
 	if code := in.waitExit(); code != 0 {
 		t.Fatalf("exit status %d", code)
@@ -578,31 +588,7 @@ func TestAccessLogReloadMovesTheLog(t *testing.T) {
     access_log logs/before.log combined buffer=32k;
     location / { return 200 "ok\n"; }
   }`, addr)
-	stop := make(chan struct{})
-	answered := make(chan int)
-	for range 3 {
-		go func() {
-			n := 0
-			defer func() { answered <- n }()
-			c := keepAliveClient(nil)
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				resp, err := c.Get("http://" + addr + "/load/" + strconv.Itoa(i))
-				if err != nil {
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					n++
-				}
-			}
-		}()
-	}
+	stop := loadClients(addr, 3)
 	time.Sleep(300 * time.Millisecond)
 	if err := os.WriteFile(in.path("conf/numaproxy.conf"), []byte(conf("after.log")), 0o644); err != nil {
 		t.Fatal(err)
@@ -610,11 +596,7 @@ func TestAccessLogReloadMovesTheLog(t *testing.T) {
 	in.signal("reload")
 	in.waitLog("configuration reloaded")
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	total := 0
-	for range 3 {
-		total += <-answered
-	}
+	total := stop()
 	in.signal("quit")
 	if code := in.waitExit(); code != 0 {
 		t.Fatalf("exit status %d", code)

@@ -208,40 +208,18 @@ func setConn(c *conf.Cursor, s *conf.Stmt) error {
 	return nil
 }
 
+func setMask(lc *LocConf) *uint64 { return &lc.set }
+
 func setStatus(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		n, err := ParseStatus(s)
-		if err != nil {
-			return err
-		}
-		lc := locConf(c)
-		*field(lc), lc.set = n, lc.set|bit
-		return nil
-	}
+	return conf.SetParsed(ParseStatus, field, setMask, bit)
 }
 
 func setLogLevel(field func(*LocConf) *slog.Level, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		l, err := ParseLogLevel(s)
-		if err != nil {
-			return err
-		}
-		lc := locConf(c)
-		*field(lc), lc.set = l, lc.set|bit
-		return nil
-	}
+	return conf.SetParsed(ParseLogLevel, field, setMask, bit)
 }
 
 func setDryRun(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		on, err := ParseDryRun(s)
-		if err != nil {
-			return err
-		}
-		lc := locConf(c)
-		*field(lc), lc.set = on, lc.set|bit
-		return nil
-	}
+	return conf.SetParsed(ParseDryRun, field, setMask, bit)
 }
 
 // check reports a limit naming no zone of its kind at the limit's line (nginx -t

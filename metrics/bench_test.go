@@ -1,11 +1,10 @@
 package metrics
 
 import (
-	"bytes"
-	"net"
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/numaproxy/numaproxy/internal/looptest"
 )
 
 // BenchmarkCount is what the log phase adds to a request with metrics on: the
@@ -26,40 +25,10 @@ func BenchmarkCount(b *testing.B) {
 	}
 }
 
-// keepAlive sends one request at a time on a connection and reads its
-// Content-Length response, without allocating.
-type keepAlive struct {
-	c   net.Conn
-	buf []byte
-}
-
-func (k *keepAlive) roundTrip(tb testing.TB, req []byte) {
-	if _, err := k.c.Write(req); err != nil {
-		tb.Fatal(err)
-	}
-	have := 0
-	for {
-		n, err := k.c.Read(k.buf[have:])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		have += n
-		end := bytes.Index(k.buf[:have], []byte("\r\n\r\n"))
-		if end < 0 {
-			continue
-		}
-		if !bytes.HasPrefix(k.buf, []byte("HTTP/1.1 200")) {
-			tb.Fatalf("response %q", k.buf[:end])
-		}
-		// The bodies of these tests are 3 bytes long.
-		for have < end+4+3 {
-			n, err := k.c.Read(k.buf[have:])
-			if err != nil {
-				tb.Fatal(err)
-			}
-			have += n
-		}
-		return
+// roundTrip sends req on k and fails the test unless the answer is a 200.
+func roundTrip(tb testing.TB, k *looptest.Conn, req []byte) {
+	if st := k.RoundTrip(tb, req); st != 200 {
+		tb.Fatalf("status %d", st)
 	}
 }
 
@@ -73,15 +42,10 @@ var requestConfigs = []struct{ name, src string }{
 }
 
 // dialWarm connects to addr and sends a few requests (pools, caches, the date).
-func dialWarm(tb testing.TB, addr string) *keepAlive {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	k := &keepAlive{c: c, buf: make([]byte, 16<<10)}
+func dialWarm(tb testing.TB, addr string) *looptest.Conn {
+	k := looptest.Dial(tb, addr)
 	for i := 0; i < 200; i++ {
-		k.roundTrip(tb, benchRequest)
+		roundTrip(tb, k, benchRequest)
 	}
 	return k
 }
@@ -99,52 +63,10 @@ func BenchmarkRequest(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				k.roundTrip(b, benchRequest)
+				roundTrip(b, k, benchRequest)
 			}
 		})
 	}
-}
-
-// keepAliveUpstream is an upstream on a plain socket that answers every request
-// head with "ok\n", allocation-free once running.
-func keepAliveUpstream(tb testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 16<<10)
-				have := 0
-				for {
-					n, err := c.Read(buf[have:])
-					if err != nil {
-						return
-					}
-					have += n
-					for {
-						end := bytes.Index(buf[:have], []byte("\r\n\r\n"))
-						if end < 0 {
-							break
-						}
-						have = copy(buf, buf[end+4:have])
-						if _, err := c.Write(resp); err != nil {
-							return
-						}
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // TestRequestPathAllocs: with metrics on, a keep-alive request answered by return
@@ -154,7 +76,8 @@ func TestRequestPathAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	_, addr := startServerMain(t, "worker_processes 1;\n", `upstream app { server `+keepAliveUpstream(t)+`; keepalive 4; }
+	up := looptest.Upstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+	_, addr := startServerMain(t, "worker_processes 1;\n", `upstream app { server `+up+`; keepalive 4; }
 server { listen ADDR; keepalive_requests 1000000000; status_zone front;
   location = /metrics { metrics; }
   location /up/ { status_zone app; proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
@@ -162,18 +85,15 @@ server { listen ADDR; keepalive_requests 1000000000; status_zone front;
 	k := dialWarm(t, addr)
 	proxied := []byte("GET /up/x HTTP/1.1\r\nHost: example.com\r\n\r\n")
 	for i := 0; i < 200; i++ {
-		k.roundTrip(t, proxied)
+		roundTrip(t, k, proxied)
 	}
 	const n = 500
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		k.roundTrip(t, benchRequest)
-		k.roundTrip(t, proxied)
-	}
-	runtime.ReadMemStats(&after)
+	got := looptest.Mallocs(n, func() {
+		roundTrip(t, k, benchRequest)
+		roundTrip(t, k, proxied)
+	})
 	// A few allocations of the runtime itself may land in the window.
-	if got := after.Mallocs - before.Mallocs; got > n/50 {
+	if got > n/50 {
 		t.Fatalf("%d allocations for %d requests", got, 2*n)
 	}
 }

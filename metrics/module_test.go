@@ -18,6 +18,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 	"github.com/numaproxy/numaproxy/internal/testport"
 	"github.com/numaproxy/numaproxy/numa/domains"
 	"github.com/numaproxy/numaproxy/proxy"
@@ -31,12 +32,7 @@ var registry = conf.MustRegistry(domains.Module, upstream.Module, httpcore.Modul
 
 func loadConf(tb testing.TB, src string) (*conf.Config, error) {
 	tb.Helper()
-	dir := tb.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	return conf.Load(conf.Options{Registry: registry, Prefix: dir, File: file})
+	return conftest.Load(tb, registry, src)
 }
 
 // startServer runs a server of two loops on the http block body src, whose

@@ -1,58 +1,19 @@
 package proxy
 
 import (
-	"bytes"
-	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"strconv"
 	"testing"
 
-	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/looptest"
 )
 
 // rawUpstream is a keep-alive upstream on a plain socket that answers every request
 // head with the same response, allocation-free once running.
 func rawUpstream(tb testing.TB, response string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	resp := []byte(response)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				have := 0
-				for {
-					n, err := c.Read(buf[have:])
-					if err != nil {
-						return
-					}
-					have += n
-					for {
-						end := bytes.Index(buf[:have], []byte("\r\n\r\n"))
-						if end < 0 {
-							break
-						}
-						have = copy(buf, buf[end+4:have])
-						if _, err := c.Write(resp); err != nil {
-							return
-						}
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return looptest.Upstream(tb, response)
 }
 
 func freeBenchPort(tb testing.TB) int {
@@ -68,36 +29,11 @@ func freeBenchPort(tb testing.TB) int {
 // starts a loop with its worker and listener, and stops them at cleanup.
 func startWorker(tb testing.TB, addr, src string) *httpcore.Worker {
 	tb.Helper()
-	cfg := mustConf(tb, "events {}\nhttp {\n"+src+"\n}\n")
-	snap, err := httpcore.NewSnapshot(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var log *slog.Logger
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	w := httpcore.NewWorker(snap, log, 0)
-	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w.SetLoop(l)
-	ln, err := eventloop.ListenAddrPort(netip.MustParseAddrPort(addr), 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := l.AddListener(ln); err != nil {
-		tb.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		l.Stop()
-		<-l.Done()
-	})
-	return w
+	return looptest.Start(tb, mustConf(tb, "events {}\nhttp {\n"+src+"\n}\n"), log, addr)
 }
 
 // keepAliveConn sends requests and reads Content-Length responses on one
@@ -109,41 +45,8 @@ type keepAliveConn struct {
 
 // roundTrip sends req and reads one response; it returns the status code.
 func (k *keepAliveConn) roundTrip(tb testing.TB, req []byte) int {
-	if _, err := k.c.Write(req); err != nil {
-		tb.Fatal(err)
-	}
-	have := 0
-	for {
-		n, err := k.c.Read(k.buf[have:])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		have += n
-		end := bytes.Index(k.buf[:have], []byte("\r\n\r\n"))
-		if end < 0 {
-			continue
-		}
-		cl := bytes.Index(k.buf[:end], []byte("Content-Length: "))
-		if cl < 0 {
-			tb.Fatalf("no Content-Length in %q", k.buf[:end])
-		}
-		i := cl + len("Content-Length: ")
-		length := 0
-		for ; k.buf[i] >= '0' && k.buf[i] <= '9'; i++ {
-			length = length*10 + int(k.buf[i]-'0')
-		}
-		for have < end+4+length {
-			n, err := k.c.Read(k.buf[have:])
-			if err != nil {
-				tb.Fatal(err)
-			}
-			have += n
-		}
-		if have != end+4+length {
-			tb.Fatalf("%d bytes after the response", have-end-4-length)
-		}
-		return int(k.buf[9]-'0')*100 + int(k.buf[10]-'0')*10 + int(k.buf[11]-'0')
-	}
+	st, _ := looptest.RoundTrip(tb, k.c, k.buf, req)
+	return st
 }
 
 // BenchmarkProxyRequest is one proxied keep-alive request through a real loop:

@@ -5,60 +5,27 @@ package proxy
 import (
 	"bytes"
 	"net"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/numaproxy/numaproxy/internal/looptest"
 )
 
 // chunkedUpstream is a keep-alive upstream that answers each chunked request once its
 // last chunk arrived; it keeps a copy of what the first request looked like on the
 // wire. It allocates nothing once running.
 func chunkedUpstream(tb testing.TB, response string) (addr string, first func() []byte) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var seen []byte
-	resp, end := []byte(response), []byte("\r\n0\r\n\r\n")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				have := 0
-				for {
-					n, err := c.Read(buf[have:])
-					if err != nil {
-						return
-					}
-					have += n
-					for {
-						i := bytes.Index(buf[:have], end)
-						if i < 0 {
-							break
-						}
-						mu.Lock()
-						if seen == nil {
-							seen = append([]byte(nil), buf[:i+len(end)]...)
-						}
-						mu.Unlock()
-						have = copy(buf, buf[i+len(end):have])
-						if _, err := c.Write(resp); err != nil {
-							return
-						}
-					}
-				}
-			}()
+	addr = looptest.Serve(tb, "\r\n0\r\n\r\n", response, func(req []byte) {
+		mu.Lock()
+		if seen == nil {
+			seen = append([]byte(nil), req...)
 		}
-	}()
-	return ln.Addr().String(), func() []byte {
+		mu.Unlock()
+	})
+	return addr, func() []byte {
 		mu.Lock()
 		defer mu.Unlock()
 		return seen
@@ -96,15 +63,11 @@ func TestChunkedUploadAllocs(t *testing.T) {
 		t.Fatalf("upstream saw %q, want the body as %q", got, want)
 	}
 	const n = 500
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
+	if got := looptest.Mallocs(n, func() {
 		if st := k.roundTrip(t, req); st != 200 {
 			t.Fatalf("status %d", st)
 		}
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.Mallocs - before.Mallocs; got > n/50 {
+	}); got > n/50 {
 		t.Fatalf("%d allocations for %d chunked uploads", got, n)
 	}
 }

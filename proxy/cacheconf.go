@@ -111,7 +111,7 @@ var cacheInherited = []conf.Inherited[LocConf]{
 }
 
 func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseFlag, func(lc *LocConf) *bool { return field(&lc.Cache) }, bit)
+	return conf.SetValue(conf.ParseFlag, func(lc *LocConf) *bool { return field(&lc.Cache) }, setMask, bit)
 }
 
 func cacheDirectives() []conf.Directive {
@@ -131,7 +131,7 @@ func cacheDirectives() []conf.Directive {
 		{Name: "proxy_cache_methods", Contexts: hsl, Args: conf.Args1More, Set: setCacheMethods,
 			Syntax: "proxy_cache_methods GET | HEAD | POST ...;", Default: "GET HEAD",
 			Doc: "Methods whose responses are cached (GET and HEAD always are)."},
-		{Name: "proxy_cache_min_uses", Contexts: hsl, Args: conf.Args1, Set: setValue(conf.ParseNumber, func(lc *LocConf) *int { return &lc.Cache.MinUses }, bitCacheMinUses),
+		{Name: "proxy_cache_min_uses", Contexts: hsl, Args: conf.Args1, Set: setNumber(func(lc *LocConf) *int { return &lc.Cache.MinUses }, bitCacheMinUses),
 			Syntax: "proxy_cache_min_uses number;", Default: "1",
 			Doc: "Requests for a key before its response is cached."},
 		{Name: "proxy_cache_bypass", Contexts: hsl, Args: conf.Args1More, Multi: true, Set: setCacheConditions(func(c *CacheConf) *[]*httpcore.Template { return &c.Bypass }, bitCacheBypass),

@@ -405,42 +405,24 @@ var inheritedFields = append(cacheInherited, []conf.Inherited[LocConf]{
 
 func locConf(c *conf.Cursor) *LocConf { return c.HTTPConf().(*LocConf) }
 
-// setValue stores the directive's one argument, read by parse, in a field.
-func setValue[T any](parse func(string) (T, error), field func(*LocConf) *T, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		v, err := parse(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		*field(lc) = v
-		lc.set |= bit
-		return nil
-	}
-}
+func setMask(lc *LocConf) *uint64 { return &lc.set }
 
 func setDuration(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseTime, field, bit)
+	return conf.SetValue(conf.ParseTime, field, setMask, bit)
 }
 
 func setNumber(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseNumber, field, bit)
+	return conf.SetValue(conf.ParseNumber, field, setMask, bit)
 }
 
 // setSize is for buffer sizes: 1 byte to 1 GiB.
 func setSize(field func(*LocConf) *int, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(func(v string) (int, error) {
-		n, err := conf.ParseSize(v)
-		if err == nil && (n < 1 || n > 1<<30) {
-			err = errors.New("out of range")
-		}
-		return int(n), err
-	}, field, bit)
+	return conf.SetValue(conf.ParseBufferSize, field, setMask, bit)
 }
 
 // setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return setValue(conf.ParseFlag, field, bit)
+	return conf.SetValue(conf.ParseFlag, field, setMask, bit)
 }
 
 func setNameList(field func(*LocConf) *[]string, bit uint64) func(*conf.Cursor, *conf.Stmt) error {

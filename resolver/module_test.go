@@ -1,25 +1,18 @@
 package resolver
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/conftest"
 )
 
 func loadHTTP(t *testing.T, src string) (*conf.Config, error) {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "t.conf")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := conf.MustRegistry(httpcore.Module, Module)
-	return conf.Load(conf.Options{Registry: reg, Prefix: dir, File: file})
+	return conftest.Load(t, conf.MustRegistry(httpcore.Module, Module), src)
 }
 
 // TestDirectiveInheritance: as nginx, each level takes the nearest resolver and,

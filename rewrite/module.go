@@ -88,14 +88,9 @@ var inherited = []conf.Inherited[LocConf]{
 	{Bit: bitUninit, Take: func(c, p *LocConf) { c.UninitWarn = p.UninitWarn }},
 }
 
+// setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		on, _ := conf.ParseFlag(s.Args[0].Value)
-		lc := c.HTTPConf().(*LocConf)
-		*field(lc) = on
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(conf.ParseFlag, field, func(lc *LocConf) *uint64 { return &lc.set }, bit)
 }
 
 // opKind is what one rewrite directive does, nginx's script codes.

@@ -363,41 +363,20 @@ func duplicate(lc *LocConf, bit uint64, s *conf.Stmt) error {
 	return nil
 }
 
+func setMask(lc *LocConf) *uint64 { return &lc.set }
+
+// setFlag stores on|off (checked by the parser: Flag arity).
 func setFlag(field func(*LocConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		on, _ := conf.ParseFlag(s.Args[0].Value) // checked by the parser (Flag arity)
-		lc := locConf(c)
-		*field(lc) = on
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(conf.ParseFlag, field, setMask, bit)
 }
 
 func setSize(field func(*LocConf) *int64, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		n, err := conf.ParseSize(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		*field(lc) = n
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(conf.ParseSize, field, setMask, bit)
 }
 
 // setSeconds is nginx's sec slot: a time in whole seconds ("ms" is refused).
 func setSeconds(field func(*LocConf) *time.Duration, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
-	return func(c *conf.Cursor, s *conf.Stmt) error {
-		d, err := parseSeconds(s.Args[0].Value)
-		if err != nil {
-			return s.InvalidValue(s.Args[0], "")
-		}
-		lc := locConf(c)
-		*field(lc) = d
-		lc.set |= bit
-		return nil
-	}
+	return conf.SetValue(parseSeconds, field, setMask, bit)
 }
 
 func parseSeconds(v string) (time.Duration, error) {

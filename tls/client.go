@@ -116,37 +116,22 @@ const (
 	upReuse
 )
 
+// upInherited are the fields a level takes from its parent when it did not set them.
+var upInherited = []conf.Inherited[upstreamConf]{
+	{Bit: upServerName, Take: func(c, p *upstreamConf) { c.serverName = p.serverName }},
+	{Bit: upName, Take: func(c, p *upstreamConf) { c.name = p.name }},
+	{Bit: upVerify, Take: func(c, p *upstreamConf) { c.verify = p.verify }},
+	{Bit: upDepth, Take: func(c, p *upstreamConf) { c.depth = p.depth }},
+	{Bit: upTrusted, Take: func(c, p *upstreamConf) { c.trusted = p.trusted }},
+	{Bit: upCert, Take: func(c, p *upstreamConf) { c.cert = p.cert }},
+	{Bit: upKey, Take: func(c, p *upstreamConf) { c.key = p.key }},
+	{Bit: upProtocols, Take: func(c, p *upstreamConf) { c.minVer, c.maxVer = p.minVer, p.maxVer }},
+	{Bit: upCiphers, Take: func(c, p *upstreamConf) { c.ciphers = p.ciphers }},
+	{Bit: upReuse, Take: func(c, p *upstreamConf) { c.noReuse = p.noReuse }},
+}
+
 func (u *upstreamConf) inherit(p *upstreamConf) {
-	if u.set&upServerName == 0 {
-		u.serverName = p.serverName
-	}
-	if u.set&upName == 0 {
-		u.name = p.name
-	}
-	if u.set&upVerify == 0 {
-		u.verify = p.verify
-	}
-	if u.set&upDepth == 0 {
-		u.depth = p.depth
-	}
-	if u.set&upTrusted == 0 {
-		u.trusted = p.trusted
-	}
-	if u.set&upCert == 0 {
-		u.cert = p.cert
-	}
-	if u.set&upKey == 0 {
-		u.key = p.key
-	}
-	if u.set&upProtocols == 0 {
-		u.minVer, u.maxVer = p.minVer, p.maxVer
-	}
-	if u.set&upCiphers == 0 {
-		u.ciphers = p.ciphers
-	}
-	if u.set&upReuse == 0 {
-		u.noReuse = p.noReuse
-	}
+	conf.TakeUnset(u, p, uint64(u.set), upInherited)
 	u.set |= p.set
 }
 
@@ -154,11 +139,7 @@ func upstreamDirectives() []conf.Directive {
 	const hsl = conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx
 	up := func(c *conf.Cursor, s *conf.Stmt, bit uint32) (*upstreamConf, error) {
 		u := &srvConf(c).up
-		if u.set&bit != 0 && bit != 0 {
-			return nil, s.Errorf("%q directive is duplicate", s.Name)
-		}
-		u.set |= bit
-		return u, nil
+		return u, once(&u.set, bit, s)
 	}
 	flag := func(bit uint32, set func(u *upstreamConf, on bool)) func(*conf.Cursor, *conf.Stmt) error {
 		return func(c *conf.Cursor, s *conf.Stmt) error {
@@ -180,12 +161,8 @@ func upstreamDirectives() []conf.Directive {
 			if err != nil {
 				return err
 			}
-			v := s.Args[0].Value
-			if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-				return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-			}
-			*field(u) = fileRef{path: c.Path(v), pos: s.Pos}
-			return nil
+			*field(u), err = fileArg(c, s)
+			return err
 		}
 	}
 	return []conf.Directive{

@@ -42,31 +42,20 @@ const (
 	exReject
 )
 
+// extraInherited are the fields a level takes from its parent when it did not set them.
+var extraInherited = []conf.Inherited[extraConf]{
+	{Bit: exStapling, Take: func(c, p *extraConf) { c.stapling, c.staplingPos = p.stapling, p.staplingPos }},
+	{Bit: exStapleFile, Take: func(c, p *extraConf) { c.stapleFile = p.stapleFile }},
+	{Bit: exStaplingVerify, Take: func(c, p *extraConf) { c.stapleVerify = p.stapleVerify }},
+	{Bit: exResponder, Take: func(c, p *extraConf) { c.responder = p.responder }},
+	{Bit: exPasswordFile, Take: func(c, p *extraConf) { c.passwordFile = p.passwordFile }},
+	{Bit: exCurve, Take: func(c, p *extraConf) { c.curves = p.curves }},
+	{Bit: exBufferSize, Take: func(c, p *extraConf) { c.bufferSize = p.bufferSize }},
+	{Bit: exReject, Take: func(c, p *extraConf) { c.reject = p.reject }},
+}
+
 func (e *extraConf) inherit(p *extraConf) {
-	if e.set&exStapling == 0 {
-		e.stapling, e.staplingPos = p.stapling, p.staplingPos
-	}
-	if e.set&exStapleFile == 0 {
-		e.stapleFile = p.stapleFile
-	}
-	if e.set&exStaplingVerify == 0 {
-		e.stapleVerify = p.stapleVerify
-	}
-	if e.set&exResponder == 0 {
-		e.responder = p.responder
-	}
-	if e.set&exPasswordFile == 0 {
-		e.passwordFile = p.passwordFile
-	}
-	if e.set&exCurve == 0 {
-		e.curves = p.curves
-	}
-	if e.set&exBufferSize == 0 {
-		e.bufferSize = p.bufferSize
-	}
-	if e.set&exReject == 0 {
-		e.reject = p.reject
-	}
+	conf.TakeUnset(e, p, uint64(e.set), extraInherited)
 	e.set |= p.set
 }
 
@@ -82,11 +71,7 @@ var curveNames = map[string]stdtls.CurveID{
 func extraDirectives() []conf.Directive {
 	ex := func(c *conf.Cursor, s *conf.Stmt, bit uint32) (*extraConf, error) {
 		e := &srvConf(c).extra
-		if e.set&bit != 0 {
-			return nil, s.Errorf("%q directive is duplicate", s.Name)
-		}
-		e.set |= bit
-		return e, nil
+		return e, once(&e.set, bit, s)
 	}
 	flag := func(bit uint32, set func(e *extraConf, on bool, s *conf.Stmt) error) func(*conf.Cursor, *conf.Stmt) error {
 		return func(c *conf.Cursor, s *conf.Stmt) error {
@@ -107,12 +92,8 @@ func extraDirectives() []conf.Directive {
 			if err != nil {
 				return err
 			}
-			v := s.Args[0].Value
-			if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-				return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-			}
-			*field(e) = fileRef{path: c.Path(v), pos: s.Pos}
-			return nil
+			*field(e), err = fileArg(c, s)
+			return err
 		}
 	}
 	return []conf.Directive{

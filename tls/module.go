@@ -136,46 +136,25 @@ func ConfOf(srv *conf.Server) *SrvConf {
 
 func srvConf(c *conf.Cursor) *SrvConf { return c.HTTPConf().(*SrvConf) }
 
+// srvInherited are the fields a level takes from its parent when it did not set them.
+var srvInherited = []conf.Inherited[SrvConf]{
+	{Bit: bitCerts, Take: func(c, p *SrvConf) { c.certFiles = p.certFiles }},
+	{Bit: bitKeys, Take: func(c, p *SrvConf) { c.keyFiles = p.keyFiles }},
+	{Bit: bitProtocols, Take: func(c, p *SrvConf) { c.minVersion, c.maxVersion = p.minVersion, p.maxVersion }},
+	{Bit: bitCiphers, Take: func(c, p *SrvConf) { c.ciphers = p.ciphers }},
+	{Bit: bitTimeout, Take: func(c, p *SrvConf) { c.sessionTimeout = p.sessionTimeout }},
+	{Bit: bitTickets, Take: func(c, p *SrvConf) { c.noTickets = p.noTickets }},
+	{Bit: bitVerify, Take: func(c, p *SrvConf) { c.verify, c.verifyPos = p.verify, p.verifyPos }},
+	{Bit: bitDepth, Take: func(c, p *SrvConf) { c.verifyDepth = p.verifyDepth }},
+	{Bit: bitClientCA, Take: func(c, p *SrvConf) { c.clientCA = p.clientCA }},
+	{Bit: bitTrustedCA, Take: func(c, p *SrvConf) { c.trustedCA = p.trustedCA }},
+	{Bit: bitCRL, Take: func(c, p *SrvConf) { c.crl = p.crl }},
+	{Bit: bitCache, Take: func(c, p *SrvConf) { c.cache = p.cache }},
+	{Bit: bitTicketKeys, Take: func(c, p *SrvConf) { c.ticketKeys = p.ticketKeys }},
+}
+
 func (c *SrvConf) inherit(p *SrvConf) {
-	if c.set&bitCerts == 0 {
-		c.certFiles = p.certFiles
-	}
-	if c.set&bitKeys == 0 {
-		c.keyFiles = p.keyFiles
-	}
-	if c.set&bitProtocols == 0 {
-		c.minVersion, c.maxVersion = p.minVersion, p.maxVersion
-	}
-	if c.set&bitCiphers == 0 {
-		c.ciphers = p.ciphers
-	}
-	if c.set&bitTimeout == 0 {
-		c.sessionTimeout = p.sessionTimeout
-	}
-	if c.set&bitTickets == 0 {
-		c.noTickets = p.noTickets
-	}
-	if c.set&bitVerify == 0 {
-		c.verify, c.verifyPos = p.verify, p.verifyPos
-	}
-	if c.set&bitDepth == 0 {
-		c.verifyDepth = p.verifyDepth
-	}
-	if c.set&bitClientCA == 0 {
-		c.clientCA = p.clientCA
-	}
-	if c.set&bitTrustedCA == 0 {
-		c.trustedCA = p.trustedCA
-	}
-	if c.set&bitCRL == 0 {
-		c.crl = p.crl
-	}
-	if c.set&bitCache == 0 {
-		c.cache = p.cache
-	}
-	if c.set&bitTicketKeys == 0 {
-		c.ticketKeys = p.ticketKeys
-	}
+	conf.TakeUnset(c, p, uint64(c.set), srvInherited)
 	c.up.inherit(&p.up)
 	c.extra.inherit(&p.extra)
 	c.set |= p.set
@@ -246,7 +225,8 @@ func parseProtocols(c *conf.Cursor, s *conf.Stmt) (lo, hi uint16, err error) {
 	return lo, hi, nil
 }
 
-func versionName(v uint16) string {
+// knownVersion is OpenSSL's name of a protocol version; "" for another.
+func knownVersion(v uint16) string {
 	switch v {
 	case stdtls.VersionTLS10:
 		return "TLSv1"
@@ -256,6 +236,13 @@ func versionName(v uint16) string {
 		return "TLSv1.2"
 	case stdtls.VersionTLS13:
 		return "TLSv1.3"
+	}
+	return ""
+}
+
+func versionName(v uint16) string {
+	if n := knownVersion(v); n != "" {
+		return n
 	}
 	return fmt.Sprintf("0x%04x", v)
 }
@@ -359,17 +346,32 @@ func setVerifyDepth(c *conf.Cursor, s *conf.Stmt) error {
 func setCAFile(field func(*SrvConf) *fileRef, bit uint32) func(*conf.Cursor, *conf.Stmt) error {
 	return func(c *conf.Cursor, s *conf.Stmt) error {
 		sc := srvConf(c)
-		if sc.set&bit != 0 {
-			return s.Errorf("%q directive is duplicate", s.Name)
+		if err := once(&sc.set, bit, s); err != nil {
+			return err
 		}
-		v := s.Args[0].Value
-		if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
-			return s.InvalidValue(s.Args[0], "variables and data: are not supported here")
-		}
-		*field(sc) = fileRef{path: c.Path(v), pos: s.Pos}
-		sc.set |= bit
-		return nil
+		f, err := fileArg(c, s)
+		*field(sc) = f
+		return err
 	}
+}
+
+// once marks bit in a set mask; a directive whose bit is marked already at this
+// level is nginx's "is duplicate".
+func once(set *uint32, bit uint32, s *conf.Stmt) error {
+	if *set&bit != 0 {
+		return s.Errorf("%q directive is duplicate", s.Name)
+	}
+	*set |= bit
+	return nil
+}
+
+// fileArg is the file a directive names, which may not hold variables or data.
+func fileArg(c *conf.Cursor, s *conf.Stmt) (fileRef, error) {
+	v := s.Args[0].Value
+	if strings.Contains(v, "$") || strings.HasPrefix(v, "data:") {
+		return fileRef{}, s.InvalidValue(s.Args[0], "variables and data: are not supported here")
+	}
+	return fileRef{path: c.Path(v), pos: s.Pos}, nil
 }
 
 // initModule adds the checks nginx makes in ngx_http_process_request, where

@@ -78,6 +78,13 @@ func TestModuleErrors(t *testing.T) {
 		{"ssl_ciphers CAMELLIA;", `no cipher suite crypto/tls implements matches`},
 		{"ssl_certificate $ssl_server_name.crt;", `variables in certificate file names are not supported`},
 		{"ssl_session_tickets maybe;", `invalid value`},
+		// Each kind of level part: the server's, proxy_ssl_*, the extras.
+		{"ssl_client_certificate a.crt; ssl_client_certificate b.crt;", `"ssl_client_certificate" directive is duplicate`},
+		{"ssl_crl $x.pem;", `invalid value "$x.pem" in "ssl_crl" directive, variables and data: are not supported here`},
+		{"proxy_ssl_certificate a.crt; proxy_ssl_certificate b.crt;", `"proxy_ssl_certificate" directive is duplicate`},
+		{"proxy_ssl_trusted_certificate data:x;", `invalid value "data:x" in "proxy_ssl_trusted_certificate" directive, variables and data: are not supported here`},
+		{"ssl_stapling_file a.der; ssl_stapling_file b.der;", `"ssl_stapling_file" directive is duplicate`},
+		{"ssl_password_file $x;", `invalid value "$x" in "ssl_password_file" directive, variables and data: are not supported here`},
 	} {
 		_, err := loadConf(t, tc.http)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

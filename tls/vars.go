@@ -78,15 +78,8 @@ func certVar(get func(dst []byte, c *x509.Certificate) []byte) func([]byte, *htt
 }
 
 func protocolName(v uint16) string {
-	switch v {
-	case stdtls.VersionTLS10:
-		return "TLSv1"
-	case stdtls.VersionTLS11:
-		return "TLSv1.1"
-	case stdtls.VersionTLS12:
-		return "TLSv1.2"
-	case stdtls.VersionTLS13:
-		return "TLSv1.3"
+	if n := knownVersion(v); n != "" {
+		return n
 	}
 	return "unknown"
 }

@@ -93,6 +93,12 @@ func (ca *CA) Issue(kt KeyType, names ...string) (*Leaf, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
+	addNames(tmpl, names)
+	return ca.sign(tmpl, key)
+}
+
+// addNames puts names (DNS names or IP addresses) in a certificate.
+func addNames(tmpl *x509.Certificate, names []string) {
 	for _, n := range names {
 		if ip := net.ParseIP(n); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -100,6 +106,10 @@ func (ca *CA) Issue(kt KeyType, names ...string) (*Leaf, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, n)
 		}
 	}
+}
+
+// sign makes the leaf of tmpl and key, signed by ca.
+func (ca *CA) sign(tmpl *x509.Certificate, key crypto.Signer) (*Leaf, error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {
 		return nil, err
@@ -170,28 +180,9 @@ func (ca *CA) IssueClient(o ClientOptions) (*Leaf, error) {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.CRLDistributionPoints = o.CRLs
 		tmpl.OCSPServer = o.OCSP
-		for _, n := range o.Names {
-			if ip := net.ParseIP(n); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, n)
-			}
-		}
+		addNames(tmpl, o.Names)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	l := &Leaf{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}
-	l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM)
-	return l, err
+	return ca.sign(tmpl, key)
 }
 
 // Intermediate makes a CA signed by ca; its PEM is its own certificate.
