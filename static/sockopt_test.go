@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +17,17 @@ import (
 // connection c (the loop runs in the test's process).
 func serverFd(t *testing.T, c net.Conn) int {
 	t.Helper()
+	// The loop accepts the connection in its own time: look until it has.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if fd := findServerFd(t, c); fd >= 0 {
+			return fd
+		}
+	}
+	return -1
+}
+
+// findServerFd is one look through /proc/self/fd for serverFd; -1 if none.
+func findServerFd(t *testing.T, c net.Conn) int {
 	local := c.LocalAddr().(*net.TCPAddr)
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
