@@ -664,7 +664,7 @@ func faultReloadStop(t *testing.T, add func(fault, a, b string)) {
 		ng.cmd.Process.Signal(syscall.SIGHUP)
 		waitFor(t, "nginx reloaded", 10*time.Second, func() bool { return strings.Contains(ng.errorLog(), "reconfiguring") })
 		time.Sleep(200 * time.Millisecond) // the new workers start
-	}, func() { ng.cmd.Process.Signal(syscall.SIGQUIT) }, func() bool { return ng.cmd.ProcessState != nil })
+	}, func() { ng.cmd.Process.Signal(syscall.SIGQUIT) }, ng.gone)
 	add("reload, then graceful stop, under slowloris + slow readers + a storm", a, b)
 	if !strings.HasPrefix(a, "after reload 20/20 served") || !strings.Contains(a, "exited in") {
 		t.Errorf("reload/stop under faults: %s", a)
