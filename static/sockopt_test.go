@@ -23,6 +23,7 @@ func serverFd(t *testing.T, c net.Conn) int {
 			return fd
 		}
 	}
+	t.Fatal("no server-side descriptor for the connection")
 	return -1
 }
 
@@ -46,7 +47,6 @@ func findServerFd(t *testing.T, c net.Conn) int {
 			return fd
 		}
 	}
-	t.Fatal("no server-side descriptor for the connection")
 	return -1
 }
 
