@@ -281,7 +281,9 @@ func TestResumption(t *testing.T) {
 func TestSessionTimeout(t *testing.T) {
 	certs(t)
 	sc := serverConfig(t, leafEC)
-	sc.SessionTimeout = time.Second
+	// Seconds of margin both ways: the slow two-node guest (TCG) takes a good part
+	// of a second between the first handshake and the second.
+	sc.SessionTimeout = 3 * time.Second
 	srv := startServer(t, &staticRouter{def: sc}, userspace, echoHandler())
 	cfg := clientConfig(testCA.Pool, "a.example")
 	cfg.ClientSessionCache = stdtls.NewLRUClientSessionCache(4)
@@ -294,7 +296,7 @@ func TestSessionTimeout(t *testing.T) {
 		t.Fatal("a fresh ticket did not resume")
 	}
 	c.Close()
-	time.Sleep(2100 * time.Millisecond) // stamps have one-second resolution
+	time.Sleep(4100 * time.Millisecond) // stamps have one-second resolution
 	c = dialTLS(t, srv.addr, cfg)
 	echo(t, c, []byte("x"))
 	if c.ConnectionState().DidResume {
