@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,8 +238,14 @@ func appDataLens(b []byte) []int {
 // default sends full 16k records.
 func TestTLSBufferSize(t *testing.T) {
 	f := newTLSFiles(t)
+	// A file: its bytes are all there when the response goes out, so the record
+	// sizes are the layer's choice, not how the bytes happened to arrive.
 	payload := strings.Repeat("x", 100<<10)
-	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, payload) })
+	root := t.TempDir()
+	openToAll(t, root)
+	if err := os.WriteFile(filepath.Join(root, "f"), []byte(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		conf     string
 		max, min int // bounds of the largest application record
@@ -255,8 +260,8 @@ func TestTLSBufferSize(t *testing.T) {
     ssl_certificate %s;
     ssl_certificate_key %s;
     %s
-    location / { proxy_pass http://%s; }
-  }`, addr, f.aEC, f.aECKey, tc.conf, be.Addr), addr)
+    location / { root %s; }
+  }`, addr, f.aEC, f.aECKey, tc.conf, root), addr)
 		raw, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -264,7 +269,7 @@ func TestTLSBufferSize(t *testing.T) {
 		tap := &recordTap{Conn: raw}
 		c := stdtls.Client(tap, &stdtls.Config{ServerName: "a.test", RootCAs: f.pool, MinVersion: stdtls.VersionTLS13})
 		c.SetDeadline(time.Now().Add(ioTimeout))
-		io.WriteString(c, "GET / HTTP/1.0\r\nHost: a.test\r\n\r\n")
+		io.WriteString(c, "GET /f HTTP/1.0\r\nHost: a.test\r\n\r\n")
 		got, _ := io.ReadAll(c)
 		c.Close()
 		if !bytes.HasSuffix(got, []byte(payload)) {
