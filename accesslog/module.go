@@ -46,8 +46,8 @@ func directives() []conf.Directive {
 			Syntax: "open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time] | off;", Default: "off",
 			Doc: "Keeps the descriptors of the files of access logs whose paths have variables open between lines (per NUMA domain's writer; nginx's is per worker): at most max, closed when unused for inactive (10s), kept once used min_uses (1) times within inactive, their names checked again every valid (60s)."},
 		{Name: "log_subrequest", Contexts: hsl, Args: conf.Flag, Set: setLogSubrequest,
-			Syntax: "log_subrequest on | off;", Default: "off", NoEffect: true,
-			Doc: "Logs subrequests too. numaproxy makes no subrequests (no SSI, addition, auth_request or mirror), so there is nothing more to log."},
+			Syntax: "log_subrequest on | off;", Default: "off",
+			Doc: "Only off: subrequests (auth_request's) are not logged; on is refused, numaproxy cannot log them yet."},
 	}
 }
 
@@ -58,12 +58,11 @@ type MainConf struct {
 
 // LocConf is a level's access logs after inheritance.
 type LocConf struct {
-	Logs       []*Log
-	Off        bool
-	Cache      *CacheConf // open_log_file_cache; nil: off
-	Subrequest bool
+	Logs  []*Log
+	Off   bool
+	Cache *CacheConf // open_log_file_cache; nil: off
 
-	set, cacheSet, subSet bool
+	set, cacheSet bool
 }
 
 // Log is one access_log.
@@ -87,9 +86,6 @@ type Log struct {
 func (c *LocConf) inherit(p *LocConf) {
 	if !c.cacheSet {
 		c.Cache, c.cacheSet = p.Cache, p.cacheSet
-	}
-	if !c.subSet {
-		c.Subrequest = p.Subrequest
 	}
 	if c.set {
 		return
@@ -300,8 +296,9 @@ func setOpenLogFileCache(c *conf.Cursor, s *conf.Stmt) error {
 }
 
 func setLogSubrequest(c *conf.Cursor, s *conf.Stmt) error {
-	lc := c.HTTPConf().(*LocConf)
-	lc.Subrequest, lc.subSet = s.Args[0].Value == "on", true
+	if s.Args[0].Value == "on" {
+		return s.InvalidValue(s.Args[0], "subrequests are not logged")
+	}
 	return nil
 }
 

@@ -131,3 +131,15 @@ func TestConflictingBuffers(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestLogSubrequestOnRefused: log_subrequest on would change what nginx logs
+// (auth_request's subrequests), which numaproxy cannot do: it is refused; off is
+// accepted.
+func TestLogSubrequestOnRefused(t *testing.T) {
+	if _, err := loadConf(t, "http {\nlog_subrequest on;\n}"); err == nil || !strings.Contains(err.Error(), "t.conf:2") {
+		t.Errorf("log_subrequest on: %v", err)
+	}
+	if _, err := loadConf(t, "http {\nlog_subrequest off;\n}"); err != nil {
+		t.Errorf("log_subrequest off: %v", err)
+	}
+}
