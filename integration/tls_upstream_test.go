@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	stdtls "crypto/tls"
 	"crypto/x509/pkix"
@@ -198,4 +199,64 @@ func cnSubject(t *testing.T, cn string) []byte {
 		t.Fatal(err)
 	}
 	return der
+}
+
+// TestTLSUpstreamProxyProtocol: "proxy_protocol on" toward an https upstream
+// sends the PROXY header in clear before the TLS handshake, as nginx's stream
+// proxy does: a raw upstream reads the line, then handshakes; nginx listening
+// with "ssl proxy_protocol" sees the client's address.
+func TestTLSUpstreamProxyProtocol(t *testing.T) {
+	f := newTLSFiles(t)
+	cert, err := stdtls.LoadX509KeyPair(f.aEC, f.aECKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	raw := newRawUpstream(t, func(c net.Conn) {
+		// The line a byte at a time: what follows it is the handshake's.
+		var line []byte
+		b := make([]byte, 1)
+		for len(line) < 108 && !bytes.HasSuffix(line, []byte("\r\n")) {
+			if _, err := c.Read(b); err != nil {
+				first <- string(line)
+				return
+			}
+			line = append(line, b[0])
+		}
+		first <- string(line)
+		tc := stdtls.Server(c, &stdtls.Config{Certificates: []stdtls.Certificate{cert}})
+		if _, err := readHead(bufio.NewReader(tc)); err != nil {
+			return
+		}
+		io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+		tc.Close()
+	})
+	ngAddr := addrFor(t)
+	startNginx(t, fmt.Sprintf(`server { listen %s ssl proxy_protocol; ssl_certificate %s; ssl_certificate_key %s;
+  location / { return 200 "%s"; } }`, ngAddr, f.aEC, f.aECKey, ppVars), ngAddr)
+	addr := addrFor(t)
+	startHTTP(t, "server { listen "+addr+"; proxy_protocol on;\n"+
+		"location /raw { proxy_pass https://"+raw.Addr+"; }\n"+
+		"location /ng { proxy_pass https://"+ngAddr+"; } }", addr)
+	cl := newClient(t, addr)
+	local := cl.c.LocalAddr().(*net.TCPAddr)
+	port := strings.Split(addr, ":")[1]
+	cl.send("GET /raw HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := cl.read("GET")
+	select {
+	case line := <-first:
+		if want := fmt.Sprintf("PROXY TCP4 127.0.0.1 127.0.0.1 %d %s\r\n", local.Port, port); line != want {
+			t.Errorf("upstream's first bytes %q, want %q", line, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no upstream connection")
+	}
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("raw upstream: %d %q", resp.StatusCode, body)
+	}
+	cl.send("GET /ng HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body = cl.read("GET")
+	if want := fmt.Sprintf("127.0.0.1|127.0.0.1|%d|127.0.0.1|%s", local.Port, port); resp.StatusCode != 200 || body != want {
+		t.Errorf("nginx behind: %d %q, want %q", resp.StatusCode, body, want)
+	}
 }

@@ -295,8 +295,13 @@ func (ex *exchange) connect() bool {
 		ex.state = exConnecting
 		if ex.lc.ProxyProtocol {
 			// proxy_protocol: the client's address and the one it reached, before
-			// anything else on the connection (nginx's stream proxy_protocol).
-			conn.Write(proxyproto.AppendV1(ex.st.scratch[:0], r.RemoteAddr(), r.LocalAddr()))
+			// anything else on the connection (nginx's stream proxy_protocol), in
+			// clear before an https upstream's handshake.
+			w := conn
+			if tc, ok := conn.(*tls.Conn); ok {
+				w = tc.Raw()
+			}
+			w.Write(proxyproto.AppendV1(ex.st.scratch[:0], r.RemoteAddr(), r.LocalAddr()))
 		}
 		ex.send()
 		return true
