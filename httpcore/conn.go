@@ -41,6 +41,7 @@ const (
 type conn struct {
 	w     *Worker
 	conn  eventloop.Conn
+	more  moreWriter // conn, if it may hold back bytes that more follow (TLS records)
 	id    uint64
 	state connState
 	// lstat is what the connection is doing; stat where the worker's gauges count
@@ -128,7 +129,8 @@ func (c *conn) remoteAddr() netip.AddrPort { return c.conn.RemoteAddr() }
 
 func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
-	return &conn{w: w, conn: c, id: connectionSerial.Add(1)}
+	mw, _ := c.(moreWriter)
+	return &conn{w: w, conn: c, more: mw, id: connectionSerial.Add(1)}
 }
 
 // defaultServerConf is the core config of the listen address's default server,

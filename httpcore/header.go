@@ -420,7 +420,7 @@ func (r *Request) writeBody(o *Out) {
 			if r.chunked {
 				iov = append(iov, http1.AppendChunkHeader(r.chunkHdr[:0], int(o.FileN)))
 			}
-			r.write(iov)
+			r.write(iov, true)
 			iov = r.iov[:0]
 			if err := c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN); err != nil {
 				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.RemoteAddr().String())
@@ -438,13 +438,35 @@ func (r *Request) writeBody(o *Out) {
 			iov = append(iov, lastChunk)
 		}
 	}
-	r.write(iov)
+	r.write(iov, !o.Last && !o.Flush)
 }
 
-// write sends iov with one system call.
-func (r *Request) write(iov [][]byte) {
+// moreWriter is a connection that may hold back the end of a write that more
+// bytes follow (TLS fills its records with them): what it holds goes out with
+// the next write, at FlushHeld, or by the end of the loop's batch.
+type moreWriter interface {
+	WritevMore(bufs [][]byte) (int, error)
+	FlushHeld() error
+}
+
+// write sends iov with one system call; more says that more of the response
+// follows.
+func (r *Request) write(iov [][]byte, more bool) {
 	for _, p := range iov {
 		r.wireSent += int64(len(p))
+	}
+	if mw := r.c.more; mw != nil {
+		switch {
+		case more && len(iov) > 0:
+			mw.WritevMore(iov)
+		case more:
+		case len(iov) == 0:
+			mw.FlushHeld()
+		default:
+			r.c.conn.Writev(iov)
+		}
+		clear(iov)
+		return
 	}
 	switch len(iov) {
 	case 0:

@@ -88,6 +88,7 @@ type Conn struct {
 	kick       eventloop.Timer
 	kickInit   bool
 	inWrite    bool
+	held       []byte // plaintext of a partial record held back (WritevMore): a pool buffer, nil when none
 	blockedDue bool // OnWriteBlocked arrived inside a write, for after it
 	closeErr   error
 
@@ -480,12 +481,14 @@ func (c *Conn) keepSrc() {
 func (c *Conn) readFailed(err error) {
 	if err == io.EOF {
 		c.closeErr = io.EOF
+		c.FlushHeld() // a response in progress goes out before close_notify
 		if c.tc != nil {
 			_ = c.tc.CloseWrite() // answer close_notify
 		}
 	} else {
 		c.closeErr = fmt.Errorf("tls: %w", err)
 	}
+	c.dropHeld()
 	c.state = stateClosing
 	c.src, c.pending = nil, nil
 	c.raw.Close()
@@ -523,6 +526,7 @@ func (c *Conn) onClose(err error) {
 	if c.kickInit {
 		c.kick.Stop()
 	}
+	c.dropHeld()
 	c.src, c.pending = nil, nil
 	if prev == stateHandshake {
 		c.layer.stats.Failures.Add(1)
@@ -558,8 +562,9 @@ func (c *Conn) onKick(*eventloop.Timer) {
 	}
 }
 
-// Write implements eventloop.Conn: p is sealed into records sent with one
-// socket write (queued as the raw conn queues).
+// Write implements eventloop.Conn: p, after any plaintext held back
+// (WritevMore), is sealed into records sent with one socket write (queued as
+// the raw conn queues).
 func (c *Conn) Write(p []byte) (int, error) {
 	if c.client != nil && c.state == stateHandshake {
 		c.early = append(c.early, p...)
@@ -568,24 +573,18 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
-	if len(p) == 0 {
+	if len(p) == 0 && c.held == nil {
 		return 0, nil
 	}
-	c.beginWrite()
-	var err error
-	if rs := c.recordSize(); rs > 0 && rs < len(p) {
-		for q := p; len(q) > 0 && err == nil; {
-			k := min(len(q), rs)
-			_, err = c.tc.Write(q[:k])
-			q = q[k:]
-		}
-	} else {
-		_, err = c.tc.Write(p)
-	}
-	return c.endWrite(len(p), err)
+	l := c.layer
+	l.one[0] = p
+	n, err := c.writev(l.one[:], false)
+	l.one[0] = nil
+	return n, err
 }
 
-// Writev implements eventloop.Conn: the pieces are gathered into full records.
+// Writev implements eventloop.Conn: the pieces (after any plaintext held back)
+// are gathered into full records, sent with one socket write.
 func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	if c.client != nil && c.state == stateHandshake {
 		n := 0
@@ -598,45 +597,123 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	if c.state != stateOpen {
 		return 0, eventloop.ErrClosed
 	}
+	return c.writev(bufs, false)
+}
+
+// WritevMore is Writev for bytes that more will follow (a response body in
+// the middle): full records are sealed and sent, the plaintext of a partial
+// one is held back to fill it with the next write. Held bytes go out with the
+// next write, at FlushHeld, Close or CloseWrite, and at the end of the loop's
+// batch at the latest, so that they never wait for input: a proxied
+// response's records fill with what one upstream read brought (nginx fills
+// its ssl_buffer_size buffer the same way).
+func (c *Conn) WritevMore(bufs [][]byte) (int, error) {
+	if c.state != stateOpen || c.client != nil {
+		return c.Writev(bufs)
+	}
+	return c.writev(bufs, true)
+}
+
+// FlushHeld sends the plaintext held back by WritevMore now.
+func (c *Conn) FlushHeld() error {
+	if c.held == nil || c.state != stateOpen {
+		return nil
+	}
+	_, err := c.writev(nil, false)
+	return err
+}
+
+// writev seals the held plaintext and bufs into records of recordBytes
+// (pieces of a whole record or more are sealed where they lie, the rest
+// gathered) and sends them; with more, the plaintext of a last partial record
+// is held back.
+func (c *Conn) writev(bufs [][]byte, more bool) (int, error) {
 	l := c.layer
 	c.beginWrite()
-	total := 0
-	stage := l.stage[:0]
-	if rs := c.recordSize(); rs > 0 {
+	rs := c.recordBytes()
+	stage := c.held
+	if stage == nil {
 		stage = l.stage[:0:rs]
 	}
-	whole := cap(stage)
+	total := 0
 	var err error
 	for _, b := range bufs {
 		total += len(b)
 		for len(b) > 0 && err == nil {
-			if len(stage) == 0 && len(b) >= whole {
-				k := whole // crypto/tls splits at 16k itself, not below
-				if whole == maxPlaintext {
+			if len(stage) == 0 && len(b) >= rs {
+				k := rs // crypto/tls splits at 16k itself, not below
+				if rs == maxPlaintext {
 					k = len(b) &^ (maxPlaintext - 1)
 				}
 				_, err = c.tc.Write(b[:k])
 				b = b[k:]
 				continue
 			}
-			k := copy(stage[len(stage):cap(stage)], b)
+			k := copy(stage[len(stage):rs], b)
 			stage, b = stage[:len(stage)+k], b[k:]
-			if len(stage) == cap(stage) {
+			if len(stage) == rs {
 				_, err = c.tc.Write(stage)
 				stage = stage[:0]
 			}
 		}
 	}
-	if len(stage) > 0 && err == nil {
-		_, err = c.tc.Write(stage)
+	switch {
+	case err != nil:
+		c.dropHeld()
+	case more && len(stage) > 0:
+		c.hold(stage)
+	default:
+		if len(stage) > 0 {
+			_, err = c.tc.Write(stage)
+		}
+		c.dropHeld()
 	}
 	return c.endWrite(total, err)
 }
 
-// recordSize is ssl_buffer_size, 0 for 16k (and for upstream connections).
-func (c *Conn) recordSize() int {
-	if c.sc == nil || c.sc.RecordSize >= maxPlaintext {
-		return 0
+// hold keeps stage, a partial record's plaintext, in the connection's held
+// buffer (a pool buffer while there is something held) until the next write
+// or the end of the batch.
+func (c *Conn) hold(stage []byte) {
+	if c.held != nil {
+		c.held = stage // it is the held buffer
+		return
+	}
+	l := c.layer
+	buf := c.raw.Loop().Pool().Get(maxPlaintext)
+	c.held = buf[:copy(buf, stage)]
+	if !l.flushInit {
+		c.raw.Loop().InitBatchEnd(&l.flushAt, l.flushHolding)
+		l.flushInit = true
+	}
+	l.holding = append(l.holding, c)
+	l.flushAt.Arm()
+}
+
+// dropHeld gives the held buffer back.
+func (c *Conn) dropHeld() {
+	if c.held != nil {
+		c.raw.Loop().Pool().Put(c.held[:cap(c.held)])
+		c.held = nil
+	}
+}
+
+// flushHolding sends, at the end of the loop's batch, what connections held
+// back during it.
+func (l *Layer) flushHolding() {
+	for i := 0; i < len(l.holding); i++ {
+		c := l.holding[i]
+		l.holding[i] = nil
+		c.FlushHeld()
+	}
+	l.holding = l.holding[:0]
+}
+
+// recordBytes is the plaintext of a full record: ssl_buffer_size, at most 16k
+// (16k for upstream connections).
+func (c *Conn) recordBytes() int {
+	if c.sc == nil || c.sc.RecordSize <= 0 || c.sc.RecordSize >= maxPlaintext {
+		return maxPlaintext
 	}
 	return c.sc.RecordSize
 }
@@ -693,6 +770,7 @@ func (c *Conn) Close() error {
 		c.early = nil
 		return c.raw.Close()
 	}
+	c.FlushHeld()
 	c.state = stateClosing
 	if c.tc != nil {
 		_ = c.tc.CloseWrite()
@@ -729,8 +807,9 @@ func (c *Conn) SetIdle(idle bool) { c.raw.SetIdle(idle) }
 // SetTimeout implements eventloop.Conn.
 func (c *Conn) SetTimeout(d time.Duration) { c.raw.SetTimeout(d) }
 
-// Queued implements eventloop.Conn: the sealed bytes waiting in the raw conn.
-func (c *Conn) Queued() int { return c.raw.Queued() }
+// Queued implements eventloop.Conn: the sealed bytes waiting in the raw conn,
+// and the plaintext held back.
+func (c *Conn) Queued() int { return c.raw.Queued() + len(c.held) }
 
 // SetWriteTimeout implements eventloop.Conn.
 func (c *Conn) SetWriteTimeout(d time.Duration) { c.raw.SetWriteTimeout(d) }
@@ -742,7 +821,10 @@ func (c *Conn) SetResetOnWriteTimeout(on bool) { c.raw.SetResetOnWriteTimeout(on
 func (c *Conn) SetRateLimit(rate, after int64) { c.raw.SetRateLimit(rate, after) }
 
 // Reset implements eventloop.Conn: no close_notify, as nginx after a timeout.
-func (c *Conn) Reset() { c.raw.Reset() }
+func (c *Conn) Reset() {
+	c.dropHeld()
+	c.raw.Reset()
+}
 
 // SetWriteWatermarks implements eventloop.Conn (on sealed bytes).
 func (c *Conn) SetWriteWatermarks(high, low int) { c.raw.SetWriteWatermarks(high, low) }
@@ -912,7 +994,8 @@ func (c *Conn) CloseWrite() {
 	if c.state != stateOpen {
 		return
 	}
-	if c.tc != nil {
+	c.FlushHeld()
+	if c.tc != nil && c.state == stateOpen {
 		c.beginWrite()
 		err := c.tc.CloseWrite()
 		c.endWrite(0, err)
@@ -921,9 +1004,11 @@ func (c *Conn) CloseWrite() {
 }
 
 // WriteFile implements eventloop.Conn. Records must be sealed in userspace, so
-// the range is read (pread, one record's worth at a time) and written as bytes:
-// it is sent in order, but its sealed bytes are queued in memory like any
-// Write's rather than read as the socket drains.
+// the range is read (pread, a record's worth at a time, the first into what is
+// held back to fill that record) and sealed as bytes: it is sent in order, but
+// its sealed bytes are queued in memory like any Write's rather than read as
+// the socket drains. The plaintext of a last partial record is held back, as
+// WritevMore's: the response's next bytes, or its end, follow.
 func (c *Conn) WriteFile(fd int, off, n int64) error {
 	if c.state != stateOpen {
 		return eventloop.ErrClosed
@@ -933,19 +1018,43 @@ func (c *Conn) WriteFile(fd int, off, n int64) error {
 		return err
 	}
 	defer seg.Close()
-	buf := c.layer.fileBuf[:]
-	for seg.Remaining() > 0 {
-		k, err := seg.Read(buf)
+	l := c.layer
+	rs := c.recordBytes()
+	c.beginWrite()
+	var werr error
+	for seg.Remaining() > 0 && werr == nil {
+		if c.held == nil && seg.Remaining() >= int64(rs) {
+			k, err := seg.Read(l.fileBuf[:rs])
+			if err != nil {
+				c.endWrite(0, nil)
+				c.raw.Close()
+				c.raw.Close() // the stream cannot go on: drop what is queued
+				return err
+			}
+			_, werr = c.tc.Write(l.fileBuf[:k])
+			continue
+		}
+		if c.held == nil {
+			c.hold(nil)
+		}
+		k, err := seg.Read(c.held[len(c.held):rs])
 		if err != nil {
+			c.dropHeld()
+			c.endWrite(0, nil)
 			c.raw.Close()
-			c.raw.Close() // the stream cannot go on: drop what is queued
+			c.raw.Close()
 			return err
 		}
-		if _, err := c.Write(buf[:k]); err != nil {
-			return err
+		if c.held = c.held[:len(c.held)+k]; len(c.held) == rs {
+			_, werr = c.tc.Write(c.held)
+			c.held = c.held[:0]
 		}
 	}
-	return nil
+	if werr != nil || len(c.held) == 0 {
+		c.dropHeld()
+	}
+	_, werr = c.endWrite(0, werr)
+	return werr
 }
 
 // SetSendfile implements eventloop.Conn: a userspace TLS connection always reads

@@ -111,6 +111,11 @@ type Layer struct {
 	stage []byte // Writev's pieces gathered into full records
 	tail  []byte // the rest of a record read from the socket to reach a boundary
 	batch *Conn  // the connection whose records go to out
+	one   [1][]byte
+
+	holding   []*Conn // connections that held plaintext back in this batch (WritevMore)
+	flushAt   eventloop.BatchEnd
+	flushInit bool
 
 	fileBuf [maxPlaintext]byte // a file segment on its way into records (WriteFile)
 
