@@ -89,7 +89,7 @@ type Conn struct {
 	kickInit   bool
 	inWrite    bool
 	held       []byte // plaintext of a partial record held back (WritevMore): a pool buffer, nil when none
-	blockedDue bool // OnWriteBlocked arrived inside a write, for after it
+	blockedDue bool   // OnWriteBlocked arrived inside a write, for after it
 	closeErr   error
 
 	// client: a connection to an upstream (Client.Dial), the handshake bounded
