@@ -101,3 +101,47 @@ func TestTLSRecordsOfProxiedResponseVsNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSHeldRecordNotWaitingForUpstream: the partial record of a response in
+// progress goes out when the upstream has nothing more for now, not when it
+// sends more: a chunk followed by a pause reaches the client during the pause.
+func TestTLSHeldRecordNotWaitingForUpstream(t *testing.T) {
+	f := newTLSFiles(t)
+	release := make(chan struct{})
+	up := newRawUpstream(t, func(c net.Conn) {
+		if _, err := readHead(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nfirst\r\n")
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		io.WriteString(c, "4\r\nlast\r\n0\r\n\r\n")
+	})
+	defer close(release)
+	addr := addrFor(t)
+	startHTTP(t, fmt.Sprintf(`
+  server {
+    listen %s ssl;
+    ssl_certificate %s;
+    ssl_certificate_key %s;
+    location / { proxy_pass http://%s; }
+  }`, addr, f.aEC, f.aECKey, up.Addr), addr)
+	c, err := stdtls.Dial("tcp", addr, &stdtls.Config{ServerName: "a.test", RootCAs: f.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second)) // the upstream pauses for 10
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+	br := bufio.NewReader(c)
+	if _, err := readHead(br); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := br.ReadString('\n')
+	data, err := br.ReadString('\n')
+	if line != "5\r\n" || data != "first\r\n" {
+		t.Fatalf("before the upstream's pause: %q %q %v", line, data, err)
+	}
+}
