@@ -1,9 +1,11 @@
 package integration
 
 import (
+	stdtls "crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
@@ -280,5 +282,66 @@ func TestTLSClientCertErrorPageVsNginx(t *testing.T) {
 			t.Errorf("%v: numaproxy | nginx:\n%s", args, lineDiff(a, b))
 		}
 		t.Logf("%v: %q", args, a)
+	}
+}
+
+// TestTLSOfferedCiphersAndCurvesVsNginx: $ssl_ciphers and $ssl_curves list
+// what the client offered, by OpenSSL's names, the others in hex, as nginx
+// with Debian's OpenSSL: openssl s_client offering chosen lists (DHE and
+// CAMELLIA suites crypto/tls lacks, binary and brainpool curves, ffdhe), and
+// Go's client (X25519MLKEM768, which OpenSSL 3.0 does not know).
+func TestTLSOfferedCiphersAndCurvesVsNginx(t *testing.T) {
+	if nginxPath() == "" {
+		t.Skip("no nginx")
+	}
+	f := newTLSFiles(t)
+	body := func(addr string) string {
+		return fmt.Sprintf(`
+  ssl_protocols TLSv1.2 TLSv1.3;
+  server {
+    listen %s ssl;
+    ssl_certificate %s;
+    ssl_certificate_key %s;
+    location / { return 200 "ciphers=$ssl_ciphers\ncurves=$ssl_curves\n"; }
+  }`, addr, f.aEC, f.aECKey)
+	}
+	np, ng := addrFor(t), addrFor(t)
+	startHTTP(t, body(np), np)
+	startNginx(t, body(ng), ng)
+	vars := func(out string) string {
+		if c, v := grepLine(out, "ciphers="), grepLine(out, "curves="); c != "" && v != "" {
+			return c + "\n" + v
+		}
+		return "no response:\n" + out
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:CAMELLIA128-SHA:AES128-SHA@SECLEVEL=0",
+			"-groups", "X25519:P-256:secp256k1:brainpoolP256r1:sect571r1:ffdhe2048"}, "CAMELLIA128-SHA:AES128-SHA:TLS_EMPTY_RENEGOTIATION_INFO_SCSV\ncurves=X25519:prime256v1:secp256k1:brainpoolP256r1:sect571r1"},
+		{[]string{"-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256:TLS_AES_128_GCM_SHA256", "-groups", "P-384:X448:X25519:P-521"},
+			"curves=secp384r1:X448:X25519:secp521r1"},
+		{nil, "ffdhe8192"},
+	} {
+		a := vars(sClient(t, np, tc.args...))
+		b := vars(sClient(t, ng, tc.args...))
+		if a != b || !strings.Contains(a, tc.want) {
+			t.Errorf("s_client %v:\nnumaproxy:\n%s\nnginx:\n%s", tc.args, a, b)
+		}
+	}
+	get := func(addr string) string {
+		c := httpsClient(f.pool, addr, &stdtls.Config{ServerName: "a.test"})
+		resp, err := c.Get("https://a.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	a, b := get(np), get(ng)
+	if a != b || !strings.Contains(a, "0x11ec") {
+		t.Errorf("Go's client:\nnumaproxy:\n%s\nnginx:\n%s", a, b)
 	}
 }

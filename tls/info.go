@@ -18,6 +18,10 @@ type Info struct {
 	ServerName string
 	ALPN       string
 	Resumed    bool
+	// OfferedCiphers and OfferedCurves are the client's lists as its
+	// ClientHello had them ($ssl_ciphers, $ssl_curves).
+	OfferedCiphers []uint16
+	OfferedCurves  []stdtls.CurveID
 	// Peer is the client's certificate chain as sent; Verify is nginx's
 	// $ssl_client_verify ("NONE", "SUCCESS", "FAILED:reason").
 	Peer      []*x509.Certificate

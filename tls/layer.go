@@ -278,6 +278,8 @@ func (l *Layer) configForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, 
 	if c == nil {
 		return nil, nil
 	}
+	// crypto/tls made these slices for this hello: kept, not copied.
+	c.info.OfferedCiphers, c.info.OfferedCurves = hello.CipherSuites, hello.SupportedCurves
 	sc := c.sc
 	if hello.ServerName != "" {
 		if byName := l.router.ByName(c.raw.LocalAddr(), hello.ServerName); byName != nil {

@@ -16,9 +16,10 @@ import (
 )
 
 // variables are nginx's ngx_http_ssl_module variables, formatted as nginx 1.22
-// with OpenSSL 3 formats them. $ssl_ciphers and $ssl_curves (the client's
-// offers) are not kept.
+// with OpenSSL 3 formats them.
 var variables = []httpcore.Variable{
+	{Name: "ssl_ciphers", Get: infoVar(appendOfferedCiphers)},
+	{Name: "ssl_curves", Get: infoVar(appendOfferedCurves)},
 	{Name: "ssl_protocol", Get: infoVar(func(dst []byte, i *Info) []byte { return append(dst, protocolName(i.Version)...) })},
 	{Name: "ssl_cipher", Get: infoVar(func(dst []byte, i *Info) []byte { return append(dst, CipherName(i.Cipher)...) })},
 	{Name: "ssl_curve", Get: infoVar(func(dst []byte, i *Info) []byte { return appendCurve(dst, i.Curve) })},

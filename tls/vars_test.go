@@ -1,6 +1,7 @@
 package tls
 
 import (
+	stdtls "crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -111,6 +112,31 @@ func TestDNAndCertVarsAsOpenSSL(t *testing.T) {
 			"notBefore=" + string(appendASN1Time(nil, c.NotBefore)) + "\n"
 		if got != string(out) {
 			t.Errorf("certificate %d:\nnumaproxy:\n%s\nopenssl:\n%s", i, got, out)
+		}
+	}
+}
+
+// TestOfferedListsFormat: $ssl_ciphers and $ssl_curves name what OpenSSL 3.0
+// knows and print the rest as nginx does ("0x%02x%02x", "0x%04xd": lower-case
+// hex), GREASE values included; the cipher table is sorted for its search.
+func TestOfferedListsFormat(t *testing.T) {
+	i := &Info{
+		OfferedCiphers: []uint16{0x0a0a, 0x1301, 0xc02b, 0x000a, 0x00ff, 0x5600, 0xc100},
+		OfferedCurves:  []stdtls.CurveID{0x2a2a, stdtls.X25519MLKEM768, stdtls.X25519, stdtls.CurveP256, 0x0100, 0x001f},
+	}
+	want := "0x0a0a:TLS_AES_128_GCM_SHA256:ECDHE-ECDSA-AES128-GCM-SHA256:0x000a:TLS_EMPTY_RENEGOTIATION_INFO_SCSV:TLS_FALLBACK_SCSV:GOST2012-KUZNYECHIK-KUZNYECHIKOMAC"
+	if got := string(appendOfferedCiphers(nil, i)); got != want {
+		t.Errorf("ciphers %q, want %q", got, want)
+	}
+	if got, want := string(appendOfferedCurves(nil, i)), "0x2a2a:0x11ec:X25519:prime256v1:ffdhe2048:0x001f"; got != want {
+		t.Errorf("curves %q, want %q", got, want)
+	}
+	if got := string(appendOfferedCiphers(nil, &Info{})); got != "" {
+		t.Errorf("no list: %q", got)
+	}
+	for k := 1; k < len(opensslCiphers); k++ {
+		if opensslCiphers[k-1].id >= opensslCiphers[k].id {
+			t.Fatalf("opensslCiphers not sorted at %#04x", opensslCiphers[k].id)
 		}
 	}
 }
