@@ -5,6 +5,8 @@ package tls
 import (
 	"runtime"
 	"testing"
+
+	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // The race detector allocates, so this test runs without it.
@@ -37,6 +39,38 @@ func TestSteadyStateAllocs(t *testing.T) {
 		t.Logf("%d-byte echo: %.3f allocations per round trip (process-wide)", size, per)
 		if per > tc.max {
 			t.Errorf("%d-byte echo: %.3f allocations per round trip, want at most %.1f", size, per, tc.max)
+		}
+	}
+}
+
+// TestHeldWritesAllocs: a handler that writes with WritevMore, leaving the
+// end of each answer to the batch-end flush, gets its echo whole and
+// allocates no more than the plain echo (crypto/tls's reader per input pull).
+func TestHeldWritesAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a client process")
+	}
+	certs(t)
+	held := &funcHandler{data: func(c eventloop.Conn, b []byte) {
+		h := len(b) / 3
+		c.(*Conn).WritevMore([][]byte{b[:h], b[h:]})
+	}}
+	allocs := func(h *funcHandler, size int) float64 {
+		srv := startServer(t, &staticRouter{def: serverConfig(t, leafEC)}, userspace, h)
+		client := clientProcess(t, srv.addr)
+		client("echo 200 %d", size)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		const n = 2000
+		client("echo %d %d", n, size)
+		runtime.ReadMemStats(&m1)
+		return float64(m1.Mallocs-m0.Mallocs) / n
+	}
+	for _, size := range []int{100, 20 << 10} {
+		plain, got := allocs(echoHandler(), size), allocs(held, size)
+		t.Logf("%d-byte echo: %.3f allocations per round trip held, %.3f plain (process-wide)", size, got, plain)
+		if got > plain+0.05 {
+			t.Errorf("%d-byte echo: %.3f allocations per round trip held, %.3f plain", size, got, plain)
 		}
 	}
 }

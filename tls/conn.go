@@ -634,6 +634,10 @@ func (c *Conn) writev(bufs [][]byte, more bool) (int, error) {
 	stage := c.held
 	if stage == nil {
 		stage = l.stage[:0:rs]
+		if more && lenAll(bufs) < rs {
+			c.hold(nil) // all of it will be held: gathered there, not copied twice
+			stage = c.held
+		}
 	}
 	total := 0
 	var err error
@@ -669,6 +673,14 @@ func (c *Conn) writev(bufs [][]byte, more bool) (int, error) {
 		c.dropHeld()
 	}
 	return c.endWrite(total, err)
+}
+
+func lenAll(bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n
 }
 
 // hold keeps stage, a partial record's plaintext, in the connection's held
