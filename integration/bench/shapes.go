@@ -113,6 +113,7 @@ var shapeDefs = []shapeDef{
 	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
 	{Name: "syscalls-keepalive", Title: "system calls per request, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape()},
 	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("Connection: close")},
+	{Name: "syscalls-tls-keepalive", Title: "system calls per request, keep-alive over TLS, ECDSA (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShapeOn(true), tls: true},
 	{Name: "cache-small", Title: "proxy_cache hit, ~100-byte response (wrk -t1 -c50)", measure: cacheShape("/cached/", 50), nginxOnly: true},
 	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
 	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true, noResume: true},

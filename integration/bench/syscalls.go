@@ -33,12 +33,21 @@ type syscallDetail struct {
 }
 
 func syscallShape(headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+	return syscallShapeOn(false, headers...)
+}
+
+// syscallShapeOn is syscallShape over plain HTTP or, with tls, over https on
+// the run's ECDSA address.
+func syscallShapeOn(tls bool, headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 		perf, err := exec.LookPath("perf")
 		if err != nil {
 			return fmt.Errorf("perf is needed for the syscalls shapes: %w", err)
 		}
 		url := "http://" + addr.String() + "/"
+		if tls {
+			url = "https://" + h.cur.TLSEC + "/"
+		}
 		if _, _, err := runWrk(url, 16, time.Second, headers...); err != nil {
 			return err
 		}
