@@ -159,7 +159,7 @@ func extraDirectives() []conf.Directive {
 			e.bufferSize = int(min(n, maxPlaintext))
 			return nil
 		}, Syntax: "ssl_buffer_size size;", Default: "16k",
-			Doc: "The most plaintext in one TLS record sent: smaller records reach the client's parser sooner. Records the kernel writes (kTLS) are up to 16k whatever this says."},
+			Doc: "The most plaintext in one TLS record sent: a response's records are filled to it (its bytes gathered until a record is full, the response ends, or the loop has handled the events at hand: never waiting for the upstream's next bytes); smaller records reach the client's parser sooner. Records the kernel writes (kTLS) are up to 16k whatever this says."},
 		{Name: "ssl_early_data", Contexts: hs, Args: conf.Flag, Set: flag(exEarlyData, func(_ *extraConf, on bool, s *conf.Stmt) error {
 			if on {
 				return s.Errorf("\"ssl_early_data on\" is not supported: crypto/tls has no TLS 1.3 0-RTT server")
