@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 // on stdout after each:
 //
 //	echo N SIZE                  N round trips of SIZE bytes on one connection
+//	get N SIZE                   N times "GET", then SIZE bytes read, on one connection
 //	hs N VERSION CURVE RESUME    N connections: handshake, 3-byte echo, close
 func echoClientChild(addr string) int {
 	fail := func(err error) int {
@@ -67,6 +68,23 @@ func echoClientChild(addr string) int {
 					return fail(err)
 				}
 			}
+		case "get":
+			var size int
+			fmt.Fscan(os.Stdin, &size)
+			c, err := stdtls.Dial("tcp", addr, cfg)
+			if err != nil {
+				return fail(err)
+			}
+			buf := make([]byte, size)
+			for i := 0; i < n; i++ {
+				if _, err := c.Write([]byte("GET")); err != nil {
+					return fail(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return fail(err)
+				}
+			}
+			c.Close()
 		case "hs":
 			var version, curve, resume int
 			fmt.Fscan(os.Stdin, &version, &curve, &resume)
