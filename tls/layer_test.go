@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -424,4 +425,99 @@ func TestCloseErrorOfTLSFailure(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no OnClose")
 	}
+}
+
+// TestHeldBytesBeforeEnd: what WritevMore held back goes out before the
+// close_notify of a Close or CloseWrite, and before a later Write's bytes;
+// records fill to ssl_buffer_size across writes.
+func TestHeldBytesBeforeEnd(t *testing.T) {
+	certs(t)
+	h := &funcHandler{data: func(c eventloop.Conn, b []byte) {
+		tc := c.(*Conn)
+		switch string(b) {
+		case "close":
+			tc.WritevMore([][]byte{[]byte("held "), []byte("then closed")})
+			tc.Close()
+		case "closewrite":
+			tc.WritevMore([][]byte{[]byte("held then shut")})
+			tc.CloseWrite()
+		case "write":
+			tc.WritevMore([][]byte{[]byte("held, ")})
+			tc.Write([]byte("then written"))
+		case "fill":
+			for i := 0; i < 10; i++ {
+				tc.WritevMore([][]byte{bytes.Repeat([]byte{'x'}, 300)})
+			}
+			tc.FlushHeld()
+		}
+	}}
+	sc := serverConfig(t, leafEC)
+	sc.RecordSize = 1024
+	srv := startServer(t, &staticRouter{def: sc}, userspace, h)
+	cfg := clientConfig(testCA.Pool, "a.example")
+	for _, tc := range []struct{ cmd, want string }{
+		{"close", "held then closed"},
+		{"closewrite", "held then shut"},
+	} {
+		c := dialTLS(t, srv.addr, cfg)
+		c.Write([]byte(tc.cmd))
+		got, err := io.ReadAll(c)
+		c.Close()
+		if string(got) != tc.want || err != nil {
+			t.Errorf("%s: read %q, %v; want %q and close_notify", tc.cmd, got, err, tc.want)
+		}
+	}
+	c := dialTLS(t, srv.addr, cfg)
+	defer c.Close()
+	c.Write([]byte("write"))
+	got := make([]byte, len("held, then written"))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "held, then written" {
+		t.Errorf("write: read %q, %v", got, err)
+	}
+	raw, err := net.Dial("tcp", srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &recordLens{Conn: raw}
+	cfg12 := cfg.Clone()
+	cfg12.MaxVersion, cfg12.CipherSuites = stdtls.VersionTLS12, []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
+	fc := stdtls.Client(tap, cfg12)
+	fc.SetDeadline(time.Now().Add(20 * time.Second))
+	defer fc.Close()
+	fc.Write([]byte("fill"))
+	if _, err := io.ReadFull(fc, make([]byte, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tap.appData(), []int{1024, 1024, 952}; !slices.Equal(got, want) {
+		t.Errorf("fill: records of %v bytes of plaintext, want %v", got, want)
+	}
+}
+
+// recordLens keeps what a TLS 1.2 client read, to list its records.
+type recordLens struct {
+	net.Conn
+	buf bytes.Buffer
+}
+
+func (r *recordLens) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.buf.Write(p[:n])
+	return n, err
+}
+
+// appData is the plaintext sizes of the application data records, sealed
+// with TLS 1.2's AES-GCM (8 bytes of explicit nonce and 16 of tag each).
+func (r *recordLens) appData() []int {
+	var lens []int
+	for b := r.buf.Bytes(); len(b) >= 5; {
+		n := int(b[3])<<8 | int(b[4])
+		if b[0] == 23 {
+			lens = append(lens, n-24)
+		}
+		if len(b) < 5+n {
+			break
+		}
+		b = b[5+n:]
+	}
+	return lens
 }
