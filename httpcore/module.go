@@ -76,7 +76,7 @@ func directives() []conf.Directive {
 			Doc: "Shows the version in the Server header and error pages."},
 		{Name: "error_page", Contexts: hsl | conf.LocIfCtx, Args: conf.Args2More, Multi: true, Set: setErrorPage,
 			Syntax: "error_page code ... [=[response]] uri;",
-			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
+			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. uri may hold variables, evaluated per error ($status is the error's or the =response one): the result decides between a URI, an @name and a URL. Not for a return with a text."},
 		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
 			Syntax: "recursive_error_pages on | off;", Default: "off",
 			Doc: "Lets error_page act again on an error of the page it redirected to, up to 10 internal redirects in all (the 11th answers 500, as nginx's redirection cycle)."},

@@ -32,13 +32,13 @@ type syscallDetail struct {
 	Total  float64            `json:"total_per_req"`
 }
 
-func syscallShape(headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+func syscallShape(path string, headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 		perf, err := exec.LookPath("perf")
 		if err != nil {
 			return fmt.Errorf("perf is needed for the syscalls shapes: %w", err)
 		}
-		url := "http://" + addr.String() + "/"
+		url := "http://" + addr.String() + path
 		if _, _, err := runWrk(url, 16, time.Second, headers...); err != nil {
 			return err
 		}
