@@ -89,17 +89,3 @@ func rawSetsockoptInt(fd, level, opt, v int) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&iv)), 4, 0)
 	return rawErr(e)
 }
-
-// rawSendfile is sendfile(2) on the loop's non-blocking socket, raw as the other
-// socket calls: a 1 MiB response is a few hundred µs in one call, and through
-// entersyscall sysmon found the loop's P in it often enough to take it away
-// (3.2 context switches, 1.2 nanosleep and 0.6 futex calls per 1 MiB file). The
-// loop waits for a file not in the page cache either way; raw, a stop-the-world
-// waits for that call too.
-func rawSendfile(out, in int, off *int64, n int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}

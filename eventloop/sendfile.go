@@ -189,7 +189,7 @@ func (c *conn) sendFile(ch *chunk, budget int) (int, bool, error) {
 	want := int(min(ch.seg.end-ch.seg.off, int64(budget), maxSendfile))
 	for {
 		// The kernel advances ch.seg.off by what it sent.
-		n, err := rawSendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
+		n, err := unix.Sendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
 		switch {
 		case err == unix.EINTR:
 			continue
