@@ -20,8 +20,9 @@
 // writer still holds a buffer of the loop, the lines of later batches gather in the
 // next one until the writer gives a buffer back (it then wakes the loop), so a busy
 // loop makes one hand-off per write of the writer rather than one per batch. The
-// writer, once lines come, looks for more every millisecond (until 50 ms pass
-// without any) instead of being woken for each hand-off: waking a parked thread
+// writer, once such lines come, looks for more every millisecond (until 50 ms pass
+// without any) instead of being woken for each hand-off (a full buffer of a log
+// with buffer= wakes it: those are far apart): waking a parked thread
 // per batch cost about 70 µs of CPU per line when each batch held one request
 // (BenchmarkLoggedRequest, cpu-µs/op); polling brought a logged request to about
 // the cost of an unlogged one. A line reaches the kernel within about a

@@ -86,7 +86,8 @@ type pending struct {
 	s       *sink
 	buf     []byte // pooled
 	lines   int
-	gzip    int // the level its log asks for (0: none)
+	gzip    int  // the level its log asks for (0: none)
+	poll    bool // its log has no buffer=: the writer polls for the next lines
 	dirty   bool
 	timer   eventloop.Timer // flush=
 	timerOn bool
@@ -177,7 +178,7 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 		size += 6 + len(ls.path)
 	}
 	p := ls.pendingFor(s)
-	p.gzip = lg.Gzip
+	p.gzip, p.poll = lg.Gzip, lg.Buffer == 0
 	if p.buf != nil && len(p.buf)+size > cap(p.buf) {
 		ls.handOff(p)
 	}
@@ -279,7 +280,7 @@ func (ls *loopState) handOff(p *pending) {
 	}
 	if ls.out < maxInflight {
 		select {
-		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, gzip: p.gzip, ls: ls}:
+		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, gzip: p.gzip, poll: p.poll, ls: ls}:
 			ls.out++
 			p.buf, p.lines = nil, 0
 			return

@@ -76,7 +76,7 @@ func directives() []conf.Directive {
 			Doc: "Shows the version in the Server header and error pages."},
 		{Name: "error_page", Contexts: hsl | conf.LocIfCtx, Args: conf.Args2More, Multi: true, Set: setErrorPage,
 			Syntax: "error_page code ... [=[response]] uri;",
-			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. Not for a return with a text."},
+			Doc:    "For numaproxy's own errors (and upstream ones with proxy_intercept_errors): an internal redirect to uri (with its own arguments) or @named location, as GET, or a 302 to a URL, optionally with another status. uri may hold variables, evaluated per error ($status is the error's or the =response one): the result decides between a URI, an @name and a URL. Not for a return with a text."},
 		{Name: "recursive_error_pages", Contexts: hsl, Args: conf.Flag, Set: setFlag(func(c *LocConf) *bool { return &c.RecursiveErrorPages }, bitRecursiveErrorPages),
 			Syntax: "recursive_error_pages on | off;", Default: "off",
 			Doc: "Lets error_page act again on an error of the page it redirected to, up to 10 internal redirects in all (the 11th answers 500, as nginx's redirection cycle)."},
@@ -262,7 +262,10 @@ type ErrorPage struct {
 	Code   int
 	Status int    // the status to answer with: 0 keeps the original; -1 ("=") takes the target's
 	Target string // "/uri", "@name" or an absolute URL
-	Pos    conf.Pos
+	// URI is Target with variables, evaluated for each error: what it gives decides
+	// between a URI, a named location and a redirect, as in nginx. Nil: none.
+	URI *Template
+	Pos conf.Pos
 }
 
 // TempPath is a temporary files path: client_body_temp_path, proxy_temp_path.
@@ -495,7 +498,17 @@ func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
 	if len(args) == 0 {
 		return s.Errorf("invalid number of arguments in %q directive", s.Name)
 	}
-	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
+	var uri *Template
+	if strings.IndexByte(target, '$') >= 0 {
+		t, err := CompileTemplate(c, target)
+		if err != nil {
+			return s.Errorf("%v", err)
+		}
+		if !t.Static() {
+			uri = t
+		}
+	}
+	if uri == nil && !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
 		!strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
 		return s.InvalidValue(s.Args[len(s.Args)-1], "it must be a URI, @name or an URL")
 	}
@@ -504,7 +517,7 @@ func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
 		if err != nil || code < 300 || code > 599 {
 			return s.InvalidValue(a, "value must be between 300 and 599")
 		}
-		lc.ErrorPages = append(lc.ErrorPages, ErrorPage{Code: code, Status: status, Target: target, Pos: s.Pos})
+		lc.ErrorPages = append(lc.ErrorPages, ErrorPage{Code: code, Status: status, Target: target, URI: uri, Pos: s.Pos})
 	}
 	return nil
 }

@@ -46,11 +46,18 @@ func TestCoreDirectives(t *testing.T) {
 	if ep := a.ErrorPages; len(ep) != 3 || ep[1].Code != 504 || ep[1].Status != 200 || ep[2].Target != "@named" || ep[2].Status != 0 || !a.HasErrorPage(404) {
 		t.Errorf("error pages %+v", ep)
 	}
+	// A target with variables is decided when an error comes (nginx's complex value).
+	vars := lc(mustConf(t, `http { server { location / { error_page 404 /e/$status.html; error_page 497 https://$host$request_uri; error_page 500 /literal$; } } }`).HTTP.Servers[0].Locations[0])
+	if ep := vars.ErrorPages; len(ep) != 3 || ep[0].URI == nil || ep[0].URI.String() != "/e/$status.html" || ep[1].URI == nil || ep[2].URI != nil {
+		t.Errorf("error pages with variables %+v", ep)
+	}
 	for src, want := range map[string]string{
 		"http { server { location / {\nerror_page 200 /x;\n} } }":               `value must be between 300 and 599`,
 		"http { server { location / {\nclient_header_timeout 1s;\n} } }":        `"client_header_timeout" directive is not allowed here`,
 		"http { server { location / {\nlarge_client_header_buffers 4 1;\n} } }": `"large_client_header_buffers" directive is not allowed here`,
 		"http {\nlarge_client_header_buffers 4 1;\n}":                           `invalid value "1" in "large_client_header_buffers" directive`,
+		"http { server { location / {\nerror_page 404 errors.html;\n} } }":      `it must be a URI, @name or an URL`,
+		"http { server { location / {\nerror_page 404 /e/$nosuchvar;\n} } }":    `unknown "nosuchvar" variable`,
 	} {
 		_, err := loadConf(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {

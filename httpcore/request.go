@@ -168,6 +168,15 @@ func (r *Request) ErrorStatus() int { return r.forceStatus }
 // "error_page 404 =200 /file").
 func (r *Request) ClearErrorStatus() { r.forceStatus = 0 }
 
+// SetResponseStatus makes code the $status of a response about to be built, unless
+// an error_page set it: nginx's headers_out.status, which $status shows when
+// err_status is 0 (return sets it before it evaluates its text).
+func (r *Request) SetResponseStatus(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
 // URIChanged reports that an internal redirect replaced the client's URI.
 func (r *Request) URIChanged() bool { return r.uriChanged }
 

@@ -1,6 +1,7 @@
 package httpcore
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -172,35 +173,91 @@ func (c *conn) errorPage(code int) bool {
 	if !c.lcf.RecursiveErrorPages {
 		c.errorPageDone = true
 	}
-	for _, ep := range c.lcf.ErrorPages {
+	for i := range c.lcf.ErrorPages {
+		ep := &c.lcf.ErrorPages[i]
 		if ep.Code != code {
 			continue
 		}
-		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
-			status := 302
-			if isRedirect(ep.Status) {
-				status = ep.Status
-			}
-			c.respond(status, textHTML, c.errorPageText(status), []byte(ep.Target))
+		if ep.URI != nil {
+			c.variableErrorPage(ep, code)
 			return true
 		}
-		switch ep.Status {
-		case 0:
-			c.forceStatus = code
-		case -1:
-			c.forceStatus = 0 // the target's own status
-		default:
-			c.forceStatus = ep.Status
+		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
+			c.errorPageRedirect(ep, []byte(ep.Target))
+			return true
 		}
-		c.internalGET = true
-		if c.state == csBody {
-			// The body was cut short: the connection cannot carry another request.
-			c.keepAlive = false
-		}
+		c.errorPageRedirectInternal(ep, code)
+		c.Request.status = errStatus(ep, code)
 		c.internalRedirect(ep.Target)
 		return true
 	}
 	return false
+}
+
+// errorPageRedirect answers an error_page's URL: 302, or the "=code" given if it
+// is a redirect's.
+func (c *conn) errorPageRedirect(ep *ErrorPage, location []byte) {
+	status := 302
+	if isRedirect(ep.Status) {
+		status = ep.Status
+	}
+	c.respond(status, textHTML, c.errorPageText(status), location)
+}
+
+// errorPageRedirectInternal sets the status and method an error_page's URI or
+// named location is served with.
+func (c *conn) errorPageRedirectInternal(ep *ErrorPage, code int) {
+	switch ep.Status {
+	case 0:
+		c.forceStatus = code
+	case -1:
+		c.forceStatus = 0 // the target's own status
+	default:
+		c.forceStatus = ep.Status
+	}
+	c.internalGET = true
+	if c.state == csBody {
+		// The body was cut short: the connection cannot carry another request.
+		c.keepAlive = false
+	}
+}
+
+// errStatus is nginx's err_status once an error_page took the error: $status from
+// there on until the response's head is sent.
+func errStatus(ep *ErrorPage, code int) int {
+	switch ep.Status {
+	case 0:
+		return code
+	case -1:
+		return 0
+	}
+	return ep.Status
+}
+
+// variableErrorPage evaluates an error_page target with variables and, as nginx's
+// ngx_http_send_error_page, takes what it gives: a URI (its arguments after "?")
+// for an internal redirect, an @name, else a URL to redirect to. $status is the
+// error's status, or the "=code" one ("=" alone: 000), as nginx sets err_status
+// before it evaluates the target.
+func (c *conn) variableErrorPage(ep *ErrorPage, code int) {
+	r := c.Request
+	r.status = errStatus(ep, code)
+	pool := c.conn.Loop().Pool()
+	buf := pool.Get(512)
+	defer pool.Put(buf)
+	target := ep.URI.Append(buf[:0], r)
+	switch {
+	case len(target) > 0 && target[0] == '/':
+		c.errorPageRedirectInternal(ep, code)
+		path, args, _ := bytes.Cut(target, []byte("?"))
+		setURI(r, path, args)
+		c.rerun()
+	case len(target) > 0 && target[0] == '@':
+		c.errorPageRedirectInternal(ep, code)
+		c.internalRedirect(string(target))
+	default:
+		c.errorPageRedirect(ep, target)
+	}
 }
 
 // internalRedirect serves the request again from target, a URI (its arguments are

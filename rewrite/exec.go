@@ -68,6 +68,7 @@ func doReturn(r *httpcore.Request, st *loopState, ret *Return) httpcore.Status {
 		r.SendPage(code, nil)
 		return httpcore.Done
 	}
+	r.SetResponseStatus(code) // $status in the text, as nginx's ngx_http_send_response
 	text := ret.Text.Append(st.b[:0], r)
 	st.b = text[:0] // keep a grown buffer; the answer copies text before it returns
 	if isRedirect(code) {

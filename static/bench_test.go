@@ -1,11 +1,16 @@
 package static
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/numaproxy/numaproxy/internal/testport"
 )
 
 // serveFixture is a location with an open_file_cache and the requests the cached
@@ -92,4 +97,41 @@ func BenchmarkServeUncached(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		fx.serve()
 	}
+}
+
+// BenchmarkLoopSmallFile is the bench's static-small shape in one process: a
+// 100-byte file through a real loop and the HTTP core on a keep-alive connection
+// (sendfile on, tcp_nopush on, no open_file_cache: open, fstat, pread, writev,
+// close per request). cpu-µs/op is the process's CPU, the client's included.
+func BenchmarkLoopSmallFile(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "small.html"), []byte(strings.Repeat("x", 100)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(testport.Free(b))
+	startWorker(b, addr, `server { listen `+addr+`; keepalive_requests 100000000;
+		location /static/ { alias `+dir+`/; sendfile on; tcp_nopush on; } }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 64<<10)}
+	req := []byte("GET /static/small.html HTTP/1.1\r\nHost: x\r\nUser-Agent: wrk\r\n\r\n")
+	for range 100 {
+		k.roundTrip(b, req)
+	}
+	b.ReportAllocs()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	for range b.N {
+		if st := k.roundTrip(b, req); st != 200 {
+			b.Fatalf("status %d", st)
+		}
+	}
+	b.StopTimer()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
 }

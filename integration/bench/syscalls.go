@@ -32,21 +32,21 @@ type syscallDetail struct {
 	Total  float64            `json:"total_per_req"`
 }
 
-func syscallShape(headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
-	return syscallShapeOn(false, headers...)
+func syscallShape(path string, headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+	return syscallShapeOn(false, path, headers...)
 }
 
 // syscallShapeOn is syscallShape over plain HTTP or, with tls, over https on
 // the run's ECDSA address.
-func syscallShapeOn(tls bool, headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+func syscallShapeOn(tls bool, path string, headers ...string) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 		perf, err := exec.LookPath("perf")
 		if err != nil {
 			return fmt.Errorf("perf is needed for the syscalls shapes: %w", err)
 		}
-		url := "http://" + addr.String() + "/"
+		url := "http://" + addr.String() + path
 		if tls {
-			url = "https://" + h.cur.TLSEC + "/"
+			url = "https://" + h.cur.TLSEC + path
 		}
 		if _, _, err := runWrk(url, 16, time.Second, headers...); err != nil {
 			return err
