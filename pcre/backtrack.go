@@ -1,0 +1,359 @@
+package pcre
+
+// A bounded backtracker over the compiled program Go's regexp runs, adapted from
+// Go's regexp/backtrack.go (BSD licence, The Go Authors): Go's regexp has no call
+// that writes a match's offsets into a caller's buffer, so a match with captures
+// would allocate once per request. This one keeps its scratch state in a pool and
+// writes into the caller's slice. It explores the program in Go's priority order and
+// stops at the first match from the leftmost start, so its offsets are exactly
+// regexp's leftmost-first ones; a bitset of visited (instruction, position) pairs
+// keeps it linear in prog × input (no exponential backtracking). Inputs too long for
+// the bitset go to Go's regexp (see maxVisited).
+//
+// Unlike Go's, it only marks the instructions that more than one edge leads to (or
+// the start): one that a single edge leads to is reached only from its predecessor,
+// so each of its runs follows a run of the nearest marked instruction before it and
+// the work stays linear. Such a state may be run twice (two rune widths landing on
+// the same position), but never while its first run is in progress (that would be
+// a loop of no width, which passes a marked instruction at the same position), and
+// a finished run found no match with a visited set that has only grown since, so
+// the second fails too: the order in which matches are found is Go's.
+
+import (
+	"math"
+	"regexp/syntax"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// maxVisited bounds the visited bitset (bits, 128 KiB): an input longer than
+// maxVisited/(marked instructions) bytes (32 KiB for a pattern with 32 loops and
+// alternatives) is matched by Go's regexp, which allocates the result.
+const maxVisited = 1 << 20
+
+// op is what the backtracker does at an instruction: Go's consuming opcodes are one
+// opRune, tested on an ASCII bitmap first.
+type op uint8
+
+const (
+	opFail op = iota
+	opAlt
+	opRune
+	opCapture
+	opEmpty
+	opNop
+	opMatch
+)
+
+type inst struct {
+	op       op
+	out, arg uint32
+	row      int32        // its row of visited bits; -1: not marked
+	ascii    [2]uint64    // opRune: the ASCII characters it takes
+	wide     *syntax.Inst // opRune: Go's instruction, for the others
+}
+
+// prog is a syntax.Prog laid out for the backtracker.
+type prog struct {
+	inst   []inst
+	start  uint32
+	cond   syntax.EmptyOp // what the start needs (\A: only position 0)
+	prefix string         // a literal every match starts with
+	ncap   int            // offsets of $0 ... $n
+	rows   int            // marked instructions
+	maxLen int            // longest input the bitset holds; -1: none
+}
+
+// newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
+// may have dropped some from p: they stay unset, as regexp pads them).
+func newProg(p *syntax.Prog, ncap int) *prog {
+	bp := &prog{start: uint32(p.Start), cond: p.StartCond(), ncap: max(p.NumCap, ncap, 2)}
+	bp.prefix, _ = p.Prefix()
+	bp.inst = make([]inst, len(p.Inst))
+	in := make([]int, len(p.Inst))
+	in[p.Start]++
+	for pc := range p.Inst {
+		switch gi := &p.Inst[pc]; gi.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			in[gi.Out]++
+			in[gi.Arg]++
+		case syntax.InstMatch, syntax.InstFail:
+		default:
+			in[gi.Out]++
+		}
+	}
+	for pc := range bp.inst {
+		bp.inst[pc].row = -1
+		if in[pc] > 1 {
+			bp.inst[pc].row = int32(bp.rows)
+			bp.rows++
+		}
+	}
+	bp.maxLen = math.MaxInt // no loop, no join: no bits needed
+	if bp.rows > 0 {
+		bp.maxLen = maxVisited/bp.rows - 1
+	}
+	for pc := range p.Inst {
+		gi := &p.Inst[pc]
+		in := &bp.inst[pc]
+		in.out, in.arg = gi.Out, gi.Arg
+		switch gi.Op {
+		case syntax.InstAlt:
+			in.op = opAlt
+		case syntax.InstCapture:
+			in.op = opCapture
+		case syntax.InstEmptyWidth:
+			in.op = opEmpty
+		case syntax.InstNop:
+			in.op = opNop
+		case syntax.InstMatch:
+			in.op = opMatch
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			in.op, in.wide = opRune, gi
+			for c := rune(0); c < utf8.RuneSelf; c++ {
+				if matchRune(gi, c) {
+					in.ascii[c>>6] |= 1 << (c & 63)
+				}
+			}
+		case syntax.InstFail:
+			in.op = opFail
+		default:
+			// syntax.Compile writes no other (InstAltMatch is onepass's): should
+			// it one day, Go's regexp runs the pattern.
+			bp.maxLen = -1
+		}
+	}
+	return bp
+}
+
+// matchRune is what Go's backtracker tests for each consuming opcode.
+func matchRune(gi *syntax.Inst, r rune) bool {
+	switch gi.Op {
+	case syntax.InstRune1:
+		return r == gi.Rune[0]
+	case syntax.InstRuneAnyNotNL:
+		return r != '\n'
+	case syntax.InstRuneAny:
+		return true
+	}
+	return gi.MatchRune(r)
+}
+
+// job is an entry of the job stack: an instruction to run at pos, or (arg) the
+// second half of an Alt, or a capture to restore (pos is then its old value).
+type job struct {
+	pc  uint32
+	arg bool
+	pos int
+}
+
+// scratch is one match's state, pooled across matches and programs.
+type scratch struct {
+	end     int
+	visited []uint32
+	jobs    []job
+	cap     []int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func (b *scratch) reset(p *prog, end int) {
+	b.end = end
+	b.jobs = b.jobs[:0]
+	n := (p.rows*(end+1) + 31) / 32
+	if cap(b.visited) < n {
+		b.visited = make([]uint32, n)
+	} else {
+		b.visited = b.visited[:n]
+		clear(b.visited)
+	}
+	if cap(b.cap) < p.ncap {
+		b.cap = make([]int, p.ncap)
+	}
+	b.cap = b.cap[:p.ncap]
+	for i := range b.cap {
+		b.cap[i] = -1
+	}
+}
+
+// shouldVisit marks (in, pos) visited and reports whether it was not yet.
+func (b *scratch) shouldVisit(in *inst, pos int) bool {
+	if in.row < 0 {
+		return true
+	}
+	n := uint(int(in.row)*(b.end+1) + pos)
+	w, bit := n/32, uint32(1)<<(n&31)
+	if b.visited[w]&bit != 0 {
+		return false
+	}
+	b.visited[w] |= bit
+	return true
+}
+
+func (b *scratch) push(p *prog, pc uint32, pos int, arg bool) {
+	if in := &p.inst[pc]; in.op != opFail && (arg || b.shouldVisit(in, pos)) {
+		b.jobs = append(b.jobs, job{pc: pc, arg: arg, pos: pos})
+	}
+}
+
+// exec matches s, fills caps as Exec documents and reports the match. s must be no
+// longer than p.maxLen.
+func (p *prog) exec(s string, caps []int) (int, bool) {
+	if p.cond == ^syntax.EmptyOp(0) {
+		return 0, false // the program cannot match
+	}
+	b := scratchPool.Get().(*scratch)
+	b.reset(p, len(s))
+	matched := false
+	if p.cond&syntax.EmptyBeginText != 0 {
+		b.cap[0] = 0
+		matched = p.try(b, s, 0)
+	} else {
+		// Every start position in turn; visited is not cleared between them, so
+		// each (pc, pos) is still run once in all.
+		for pos := 0; pos <= len(s); {
+			if p.prefix != "" {
+				i := indexFrom(s, pos, p.prefix)
+				if i < 0 {
+					break
+				}
+				pos = i
+			}
+			b.cap[0] = pos
+			if p.try(b, s, pos) {
+				matched = true
+				break
+			}
+			if pos == len(s) {
+				break
+			}
+			_, w := utf8.DecodeRuneInString(s[pos:])
+			pos += w
+		}
+	}
+	n := 0
+	if matched {
+		n = copy(caps, b.cap)
+	}
+	scratchPool.Put(b)
+	return n, matched
+}
+
+// try runs the program from pc Start at pos; on a match b.cap holds its offsets.
+func (p *prog) try(b *scratch, s string, pos int) bool {
+	b.push(p, p.start, pos, false)
+	for len(b.jobs) > 0 {
+		l := len(b.jobs) - 1
+		j := b.jobs[l]
+		b.jobs = b.jobs[:l]
+		pc, pos, arg := j.pc, j.pos, j.arg
+		var in *inst
+		goto skip
+	check:
+		in = &p.inst[pc]
+		if !b.shouldVisit(in, pos) {
+			continue
+		}
+	skip:
+		in = &p.inst[pc]
+		switch in.op {
+		case opAlt:
+			// The Arg branch is pushed as a reminder (arg), not as a job, so that
+			// reaching it first from the Out branch runs it there, as Go does.
+			if arg {
+				arg = false
+				pc = in.arg
+				goto check
+			}
+			b.push(p, pc, pos, true)
+			pc = in.out
+			goto check
+		case opRune:
+			if pos >= len(s) {
+				continue
+			}
+			if c := s[pos]; c < utf8.RuneSelf {
+				if in.ascii[c>>6]&(1<<(c&63)) == 0 {
+					continue
+				}
+				pos++
+			} else {
+				r, w := utf8.DecodeRuneInString(s[pos:])
+				if !matchRune(in.wide, r) {
+					continue
+				}
+				pos += w
+			}
+			pc = in.out
+			goto check
+		case opCapture:
+			if arg {
+				b.cap[in.arg] = pos // done with Out: restore the old value
+				continue
+			}
+			if in.arg < uint32(len(b.cap)) {
+				b.push(p, pc, b.cap[in.arg], true)
+				b.cap[in.arg] = pos
+			}
+			pc = in.out
+			goto check
+		case opEmpty:
+			if !emptyMatch(syntax.EmptyOp(in.arg), s, pos) {
+				continue
+			}
+			pc = in.out
+			goto check
+		case opNop:
+			pc = in.out
+			goto check
+		case opMatch:
+			b.cap[1] = pos // leftmost-first: the first match found from here wins
+			return true
+		default:
+			panic("pcre: bad instruction")
+		}
+	}
+	return false
+}
+
+// emptyMatch is Go's lazyFlag.match: the characters either side of pos (-1 at the
+// ends) satisfy op. Go decodes them, but only tests them against '\n' and ASCII word
+// characters, so the bytes either side give the same answers.
+func emptyMatch(op syntax.EmptyOp, s string, pos int) bool {
+	if op == 0 {
+		return true
+	}
+	r1, r2 := rune(-1), rune(-1)
+	if pos > 0 {
+		r1 = rune(s[pos-1])
+	}
+	if pos < len(s) {
+		r2 = rune(s[pos])
+	}
+	if op&syntax.EmptyBeginLine != 0 && r1 != '\n' && r1 >= 0 ||
+		op&syntax.EmptyBeginText != 0 && r1 >= 0 ||
+		op&syntax.EmptyEndLine != 0 && r2 != '\n' && r2 >= 0 ||
+		op&syntax.EmptyEndText != 0 && r2 >= 0 {
+		return false
+	}
+	op &^= syntax.EmptyBeginLine | syntax.EmptyBeginText | syntax.EmptyEndLine | syntax.EmptyEndText
+	if op == 0 {
+		return true
+	}
+	if syntax.IsWordChar(r1) != syntax.IsWordChar(r2) {
+		op &^= syntax.EmptyWordBoundary
+	} else {
+		op &^= syntax.EmptyNoWordBoundary
+	}
+	return op == 0
+}
+
+// indexFrom is the first index at or after from where prefix starts, or -1.
+func indexFrom(s string, from int, prefix string) int {
+	i := strings.Index(s[from:], prefix)
+	if i < 0 {
+		return -1
+	}
+	return from + i
+}
