@@ -7,8 +7,8 @@ package pcre
 // writes into the caller's slice. It explores the program in Go's priority order and
 // stops at the first match from the leftmost start, so its offsets are exactly
 // regexp's leftmost-first ones; a bitset of visited (instruction, position) pairs
-// keeps it linear in prog × input (no exponential backtracking). Inputs too long for
-// the bitset go to Go's regexp (see maxVisited).
+// keeps it linear in prog × input (no exponential backtracking). Inputs too long
+// go to Go's regexp (see maxWork).
 //
 // Unlike Go's, it only marks the instructions that more than one edge leads to (or
 // the start): one that a single edge leads to is reached only from its predecessor,
@@ -20,17 +20,21 @@ package pcre
 // the second fails too: the order in which matches are found is Go's.
 
 import (
-	"math"
 	"regexp/syntax"
 	"strings"
 	"sync"
 	"unicode/utf8"
 )
 
-// maxVisited bounds the visited bitset (bits, 128 KiB): an input longer than
-// maxVisited/(marked instructions) bytes (32 KiB for a pattern with 32 loops and
-// alternatives) is matched by Go's regexp, which allocates the result.
-const maxVisited = 1 << 20
+const (
+	// maxWork bounds program length × (input length + 1), so the visited bits
+	// (128 KiB at most) and the job stack: an input longer than that allows (16 KiB
+	// for a 64-instruction program) is matched by Go's regexp, which allocates the
+	// result. Go's own backtracker stops at a quarter of it.
+	maxWork = 1 << 20
+	// maxPooledJobs is the longest job stack kept for the next match (512 KiB).
+	maxPooledJobs = 1 << 16
+)
 
 // op is what the backtracker does at an instruction: Go's consuming opcodes are one
 // opRune, tested on an ASCII bitmap first.
@@ -62,7 +66,7 @@ type prog struct {
 	prefix string         // a literal every match starts with
 	ncap   int            // offsets of $0 ... $n
 	rows   int            // marked instructions
-	maxLen int            // longest input the bitset holds; -1: none
+	maxLen int            // longest input the backtracker takes; -1: none
 }
 
 // newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
@@ -90,10 +94,7 @@ func newProg(p *syntax.Prog, ncap int) *prog {
 			bp.rows++
 		}
 	}
-	bp.maxLen = math.MaxInt // no loop, no join: no bits needed
-	if bp.rows > 0 {
-		bp.maxLen = maxVisited/bp.rows - 1
-	}
+	bp.maxLen = maxWork/len(p.Inst) - 1
 	for pc := range p.Inst {
 		gi := &p.Inst[pc]
 		in := &bp.inst[pc]
@@ -140,13 +141,15 @@ func matchRune(gi *syntax.Inst, r rune) bool {
 	return gi.MatchRune(r)
 }
 
-// job is an entry of the job stack: an instruction to run at pos, or (arg) the
-// second half of an Alt, or a capture to restore (pos is then its old value).
+// job is an entry of the job stack: an instruction to run at pos, or (jobArg set in
+// pc) the second half of an Alt, or a capture to restore (pos is then its old
+// value). Inputs are shorter than maxWork, so positions fit in 32 bits.
 type job struct {
 	pc  uint32
-	arg bool
-	pos int
+	pos int32
 }
+
+const jobArg = 1 << 31
 
 // scratch is one match's state, pooled across matches and programs.
 type scratch struct {
@@ -193,7 +196,10 @@ func (b *scratch) shouldVisit(in *inst, pos int) bool {
 
 func (b *scratch) push(p *prog, pc uint32, pos int, arg bool) {
 	if in := &p.inst[pc]; in.op != opFail && (arg || b.shouldVisit(in, pos)) {
-		b.jobs = append(b.jobs, job{pc: pc, arg: arg, pos: pos})
+		if arg {
+			pc |= jobArg
+		}
+		b.jobs = append(b.jobs, job{pc: pc, pos: int32(pos)})
 	}
 }
 
@@ -236,6 +242,9 @@ func (p *prog) exec(s string, caps []int) (int, bool) {
 	if matched {
 		n = copy(caps, b.cap)
 	}
+	if cap(b.jobs) > maxPooledJobs {
+		b.jobs = nil // a rare long subject: not kept for every match after it
+	}
 	scratchPool.Put(b)
 	return n, matched
 }
@@ -247,7 +256,7 @@ func (p *prog) try(b *scratch, s string, pos int) bool {
 		l := len(b.jobs) - 1
 		j := b.jobs[l]
 		b.jobs = b.jobs[:l]
-		pc, pos, arg := j.pc, j.pos, j.arg
+		pc, pos, arg := j.pc&^jobArg, int(j.pos), j.pc&jobArg != 0
 		var in *inst
 		goto skip
 	check:
