@@ -64,9 +64,14 @@ type prog struct {
 	start  uint32
 	cond   syntax.EmptyOp // what the start needs (\A: only position 0)
 	prefix string         // a literal every match starts with
-	ncap   int            // offsets of $0 ... $n
-	rows   int            // marked instructions
-	maxLen int            // longest input the backtracker takes; -1: none
+	// Unanchored programs that cannot match empty: the ASCII bytes a match can
+	// start with, and whether it can start with a non-ASCII character.
+	first     [2]uint64
+	firstWide bool
+	useFirst  bool
+	ncap      int // offsets of $0 ... $n
+	rows      int // marked instructions
+	maxLen    int // longest input the backtracker takes; -1: none
 }
 
 // newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
@@ -125,7 +130,77 @@ func newProg(p *syntax.Prog, ncap int) *prog {
 			bp.maxLen = -1
 		}
 	}
+	bp.firstSet(p)
 	return bp
+}
+
+// firstSet finds what a match can start with: the consuming instructions reached
+// from the start without consuming, unless a match can be empty.
+func (bp *prog) firstSet(p *syntax.Prog) {
+	if bp.prefix != "" || bp.cond&syntax.EmptyBeginText != 0 {
+		return // a literal or an anchor does better
+	}
+	seen := make([]bool, len(p.Inst))
+	stack := []uint32{uint32(p.Start)}
+	for len(stack) > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[pc] {
+			continue
+		}
+		seen[pc] = true
+		switch gi := &p.Inst[pc]; gi.Op {
+		case syntax.InstMatch:
+			return // an empty match: any position may be it
+		case syntax.InstAlt, syntax.InstAltMatch:
+			stack = append(stack, gi.Out, gi.Arg)
+		case syntax.InstCapture, syntax.InstNop, syntax.InstEmptyWidth:
+			stack = append(stack, gi.Out) // an assertion only narrows
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			for c := range bp.first {
+				bp.first[c] |= bp.inst[pc].ascii[c]
+			}
+			bp.firstWide = bp.firstWide || takesWide(gi)
+		}
+	}
+	bp.useFirst = true
+}
+
+// takesWide reports whether gi may take a character at or above utf8.RuneSelf
+// (or an invalid byte, U+FFFD); true when unsure.
+func takesWide(gi *syntax.Inst) bool {
+	switch gi.Op {
+	case syntax.InstRune1:
+		return gi.Rune[0] >= utf8.RuneSelf
+	case syntax.InstRune:
+		if syntax.Flags(gi.Arg)&syntax.FoldCase != 0 {
+			return true // k folds to U+212A KELVIN SIGN
+		}
+		for i := 1; i < len(gi.Rune); i += 2 {
+			if gi.Rune[i] >= utf8.RuneSelf {
+				return true
+			}
+		}
+		return len(gi.Rune) == 1 && gi.Rune[0] >= utf8.RuneSelf
+	}
+	return true
+}
+
+// skip returns the first start position at or after pos, one of Go's (a
+// character's first byte or an invalid byte), where a match can start by the
+// first set, or len(s) if none. pos is one of Go's: so is every ASCII byte, and
+// the first non-ASCII byte after pos or after an ASCII byte.
+func (p *prog) skip(s string, pos int) int {
+	for ; pos < len(s); pos++ {
+		if c := s[pos]; c >= utf8.RuneSelf {
+			if p.firstWide {
+				return pos
+			}
+		} else if p.first[c>>6]&(1<<(c&63)) != 0 {
+			return pos
+		}
+	}
+	return len(s)
 }
 
 // matchRune is what Go's backtracker tests for each consuming opcode.
@@ -209,6 +284,12 @@ func (p *prog) exec(s string, caps []int) (int, bool) {
 	if p.cond == ^syntax.EmptyOp(0) {
 		return 0, false // the program cannot match
 	}
+	start := 0
+	if p.useFirst {
+		if start = p.skip(s, 0); start == len(s) {
+			return 0, false // a match would take a character
+		}
+	}
 	b := scratchPool.Get().(*scratch)
 	b.reset(p, len(s))
 	matched := false
@@ -218,13 +299,17 @@ func (p *prog) exec(s string, caps []int) (int, bool) {
 	} else {
 		// Every start position in turn; visited is not cleared between them, so
 		// each (pc, pos) is still run once in all.
-		for pos := 0; pos <= len(s); {
+		for pos := start; pos <= len(s); {
 			if p.prefix != "" {
 				i := indexFrom(s, pos, p.prefix)
 				if i < 0 {
 					break
 				}
 				pos = i
+			} else if p.useFirst {
+				if pos = p.skip(s, pos); pos == len(s) {
+					break
+				}
 			}
 			b.cap[0] = pos
 			if p.try(b, s, pos) {
