@@ -64,14 +64,14 @@ type prog struct {
 	start  uint32
 	cond   syntax.EmptyOp // what the start needs (\A: only position 0)
 	prefix string         // a literal every match starts with
-	// Unanchored programs that cannot match empty: the ASCII bytes a match can
-	// start with, and whether it can start with a non-ASCII character.
-	first     [2]uint64
-	firstWide bool
-	useFirst  bool
-	ncap      int // offsets of $0 ... $n
-	rows      int // marked instructions
-	maxLen    int // longest input the backtracker takes; -1: none
+	// Unanchored programs that cannot match empty: the bytes a match can start
+	// with (all of 0x80-0xFF or none: whether it can start with a non-ASCII
+	// character or an invalid byte).
+	first    *[256]bool
+	useFirst bool
+	ncap     int // offsets of $0 ... $n
+	rows     int // marked instructions
+	maxLen   int // longest input the backtracker takes; -1: none
 }
 
 // newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
@@ -140,6 +140,7 @@ func (bp *prog) firstSet(p *syntax.Prog) {
 	if bp.prefix != "" || bp.cond&syntax.EmptyBeginText != 0 {
 		return // a literal or an anchor does better
 	}
+	var first [256]bool
 	seen := make([]bool, len(p.Inst))
 	stack := []uint32{uint32(p.Start)}
 	for len(stack) > 0 {
@@ -157,13 +158,18 @@ func (bp *prog) firstSet(p *syntax.Prog) {
 		case syntax.InstCapture, syntax.InstNop, syntax.InstEmptyWidth:
 			stack = append(stack, gi.Out) // an assertion only narrows
 		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
-			for c := range bp.first {
-				bp.first[c] |= bp.inst[pc].ascii[c]
+			ascii := &bp.inst[pc].ascii
+			for c := range utf8.RuneSelf {
+				first[c] = first[c] || ascii[c>>6]&(1<<(c&63)) != 0
 			}
-			bp.firstWide = bp.firstWide || takesWide(gi)
+			if takesWide(gi) {
+				for c := utf8.RuneSelf; c < len(first); c++ {
+					first[c] = true
+				}
+			}
 		}
 	}
-	bp.useFirst = true
+	bp.first, bp.useFirst = &first, true
 }
 
 // takesWide reports whether gi may take a character at or above utf8.RuneSelf
@@ -191,12 +197,9 @@ func takesWide(gi *syntax.Inst) bool {
 // first set, or len(s) if none. pos is one of Go's: so is every ASCII byte, and
 // the first non-ASCII byte after pos or after an ASCII byte.
 func (p *prog) skip(s string, pos int) int {
+	first := p.first
 	for ; pos < len(s); pos++ {
-		if c := s[pos]; c >= utf8.RuneSelf {
-			if p.firstWide {
-				return pos
-			}
-		} else if p.first[c>>6]&(1<<(c&63)) != 0 {
+		if first[s[pos]] {
 			return pos
 		}
 	}
