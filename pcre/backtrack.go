@@ -66,12 +66,11 @@ type prog struct {
 	prefix string         // a literal every match starts with
 	// Unanchored programs that cannot match empty: the bytes a match can start
 	// with (all of 0x80-0xFF or none: whether it can start with a non-ASCII
-	// character or an invalid byte).
-	first    *[256]bool
-	useFirst bool
-	ncap     int // offsets of $0 ... $n
-	rows     int // marked instructions
-	maxLen   int // longest input the backtracker takes; -1: none
+	// character or an invalid byte); nil for the others.
+	first  *[256]bool
+	ncap   int // offsets of $0 ... $n
+	rows   int // marked instructions
+	maxLen int // longest input the backtracker takes; -1: none
 }
 
 // newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
@@ -169,7 +168,7 @@ func (bp *prog) firstSet(p *syntax.Prog) {
 			}
 		}
 	}
-	bp.first, bp.useFirst = &first, true
+	bp.first = &first
 }
 
 // takesWide reports whether gi may take a character at or above utf8.RuneSelf
@@ -288,7 +287,7 @@ func (p *prog) exec(s string, caps []int) (int, bool) {
 		return 0, false // the program cannot match
 	}
 	start := 0
-	if p.useFirst {
+	if p.first != nil {
 		if start = p.skip(s, 0); start == len(s) {
 			return 0, false // a match would take a character
 		}
@@ -309,7 +308,7 @@ func (p *prog) exec(s string, caps []int) (int, bool) {
 					break
 				}
 				pos = i
-			} else if p.useFirst {
+			} else if p.first != nil {
 				if pos = p.skip(s, pos); pos == len(s) {
 					break
 				}
