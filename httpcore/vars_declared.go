@@ -278,8 +278,8 @@ func (r *Request) Variable(dst []byte, d *Declared) []byte { return r.appendDecl
 
 // Regex matches re against subject as nginx's ngx_http_regex_exec: on a match its
 // groups become $1 ... $9 (none for a regex without groups) and its named groups'
-// variables, until the next match; a failed match leaves them. It allocates only
-// for a match with groups (Go's regexp).
+// variables, until the next match; a failed match leaves them. It allocates
+// nothing once its buffers have grown (see pcre.Regexp.Exec for long subjects).
 func (r *Request) Regex(re *pcre.Regexp, subject []byte) bool {
 	if re.NumCaptures() == 0 {
 		if !re.Match(subject) {

@@ -56,7 +56,10 @@ func FuzzTranslate(f *testing.F) {
 				return // bytes against characters: the documented difference
 			}
 		}
-		pre := &Regexp{re: re, pattern: pattern, caseless: caseless, names: tr.Names}
+		pre, err := newRegexp(re, pattern, caseless, tr.Names)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := compareWithPCRE(pre, oc, subject); err != nil {
 			t.Fatal(err)
 		}

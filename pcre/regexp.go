@@ -3,11 +3,14 @@ package pcre
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
+	"unsafe"
 )
 
 // Regexp is a compiled nginx regular expression. It is safe for concurrent use.
 type Regexp struct {
 	re       *regexp.Regexp
+	bt       *prog // the same program, for Exec
 	pattern  string
 	caseless bool
 	names    []string
@@ -24,7 +27,20 @@ func Compile(pattern string, caseless bool) (*Regexp, error) {
 		// Only RE2's size limits can get here (the translation is valid syntax).
 		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
 	}
-	return &Regexp{re: re, pattern: pattern, caseless: caseless, names: tr.Names}, nil
+	return newRegexp(re, pattern, caseless, tr.Names)
+}
+
+// newRegexp compiles re's program again, as regexp does, for the backtracker.
+func newRegexp(re *regexp.Regexp, pattern string, caseless bool, names []string) (*Regexp, error) {
+	sre, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
+	}
+	p, err := syntax.Compile(sre.Simplify())
+	if err != nil {
+		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
+	}
+	return &Regexp{re: re, bt: newProg(p, 2*len(names)), pattern: pattern, caseless: caseless, names: names}, nil
 }
 
 // MustCompile is Compile for patterns known to be good; it panics on an error.
@@ -64,23 +80,24 @@ func (re *Regexp) CapLen() int { return 2 * len(re.names) }
 // Exec matches b and fills caps with the offsets of $0, $1, ... in pairs (-1 for a
 // group that did not take part), as nginx's r->captures; caps may be shorter than
 // CapLen, and then holds the first groups only. It returns the number of ints set.
-// A non-match does not allocate; a match allocates once (Go's regexp has no call
-// that fills a caller's buffer), unless caps is empty: then it is Match.
+// It does not allocate, but for a subject longer than the backtracker takes (1 MiB
+// divided by the compiled pattern's length: 16 KiB for 64 instructions): Go's
+// regexp then matches it and allocates its result.
 func (re *Regexp) Exec(b []byte, caps []int) (int, bool) {
 	if len(caps) == 0 {
 		return 0, re.re.Match(b)
 	}
-	loc := re.re.FindSubmatchIndex(b)
-	if loc == nil {
-		return 0, false
-	}
-	return copy(caps, loc), true
+	// The backtracker only reads the string during the call.
+	return re.ExecString(unsafe.String(unsafe.SliceData(b), len(b)), caps)
 }
 
 // ExecString is Exec on a string.
 func (re *Regexp) ExecString(s string, caps []int) (int, bool) {
 	if len(caps) == 0 {
 		return 0, re.re.MatchString(s)
+	}
+	if len(s) <= re.bt.maxLen {
+		return re.bt.exec(s, caps)
 	}
 	loc := re.re.FindStringSubmatchIndex(s)
 	if loc == nil {

@@ -4,6 +4,9 @@
 // meaning, keeps capture numbers and names, and refuses with a clear message what RE2
 // cannot do (backreferences, lookaround, atomic and possessive matching, recursion)
 // or would do differently (a loop over something that can match empty: "(a|b?)+").
+// Matches whose groups are asked for run on the package's own backtracker over the
+// program Go's regexp compiles (backtrack.go): the same semantics, linear time, and
+// the offsets written into the caller's buffer without allocating.
 //
 // Where the two engines differ and the translation cannot close the gap:
 //   - PCRE without UTF matches bytes, RE2 matches UTF-8 characters: "." and "[^/]"

@@ -25,6 +25,6 @@
 //
 // Differences from nginx: -f -d -e -x stat the file on the loop (no
 // open_file_cache); set cannot give a value to another variable a module owns
-// ("the duplicate variable"); a regex match with groups allocates once (Go's
-// regexp), a request through set, non-matching rewrites, if and return does not.
+// ("the duplicate variable"). A request through set, rewrites, if and return
+// allocates nothing, regex matches with groups included.
 package rewrite

@@ -16,8 +16,9 @@ import (
 
 // TestSteadyPathAllocs: files served through a real loop and the HTTP core (with
 // and without sendfile and open_file_cache, an index redirect, try_files, expires
-// and charset, a range) allocate nothing once pools and caches are warm. The race
-// detector allocates, so this runs without it.
+// and charset, a range, a regex location's alias with a capture) allocate nothing
+// once pools and caches are warm. The race detector allocates, so this runs
+// without it.
 func TestSteadyPathAllocs(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{"a.txt": "hello, world\n", "index.html": "<p>index</p>\n", "big.bin": string(bytes.Repeat([]byte("x"), 100<<10))} {
@@ -35,6 +36,7 @@ func TestSteadyPathAllocs(t *testing.T) {
     location /off/ { alias `+dir+`/; sendfile off; }
     location /c/ { alias `+dir+`/; open_file_cache max=10; expires 1h; charset utf-8; }
     location /tf/ { alias `+dir+`/; try_files $uri =404; }
+    location ~ ^/re/(?<f>.+)$ { alias `+dir+`/$1; }
   }`)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -50,6 +52,7 @@ func TestSteadyPathAllocs(t *testing.T) {
 		[]byte("GET /off/big.bin HTTP/1.1\r\nHost: x\r\n\r\n"),
 		[]byte("GET /c/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
 		[]byte("GET /tf/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("GET /re/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
 		[]byte("GET /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"),
 	}
 	for i := 0; i < 100; i++ {

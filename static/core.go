@@ -277,9 +277,12 @@ func findConfigHandler(r *httpcore.Request) httpcore.Status {
 	}
 	rs.addURIToAlias, rs.caps, rs.subject = false, rs.caps[:0], rs.subject[:0]
 	if loc := r.Location(); lc.captures && loc != nil && loc.Regex != nil {
-		// Go's regexp has no call that fills a caller's slice: one allocation.
-		if m := loc.Regex.FindSubmatchIndex(r.URI()); m != nil {
-			rs.caps = append(rs.caps, m...)
+		need := loc.Regex.CapLen()
+		if cap(rs.caps) < need {
+			rs.caps = make([]int, need)
+		}
+		if n, ok := loc.Regex.Exec(r.URI(), rs.caps[:need]); ok {
+			rs.caps = rs.caps[:n]
 			rs.subject = append(rs.subject, r.URI()...)
 		}
 	}

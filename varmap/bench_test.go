@@ -38,3 +38,18 @@ func BenchmarkFindDefault(b *testing.B)    { benchFind(b, "nothing.here", "none"
 // BenchmarkFindRegex: a regex key without captures asked for (caps nil) allocates
 // nothing either.
 func BenchmarkFindRegex(b *testing.B) { benchFind(b, "abc.test", "re") }
+
+// BenchmarkFindRegexCaptures: a regex key whose captures are asked for allocates
+// nothing.
+func BenchmarkFindRegexCaptures(b *testing.B) {
+	m := benchMap(b)
+	k := []byte("abc.test")
+	scratch := make([]byte, 0, 64)
+	caps := make([]int, 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := m.Find(k, scratch, caps); r.NCaps != 4 || caps[2] != 0 || caps[3] != 3 {
+			b.Fatalf("%+v %v", r, caps)
+		}
+	}
+}

@@ -345,8 +345,7 @@ type Match struct {
 // default. Keys match without regard to ASCII case; regexes see key as it is.
 // scratch is room to lower-case key in when it has upper-case letters; caps receives
 // a regex key's captures (see pcre.Regexp.Exec), offsets into key, which the caller
-// keeps as nginx keeps r->captures_data; caps may be nil. Find allocates nothing but
-// for a regex match with captures (one slice, from Go's regexp).
+// keeps as nginx keeps r->captures_data; caps may be nil. Find allocates nothing.
 // Matcher runs a regex key for a request: the HTTP core's request, which keeps the
 // captures of a match.
 type Matcher interface {

@@ -165,6 +165,26 @@ func TestSummaryRatios(t *testing.T) {
 	}
 }
 
+// TestReqLogicSummary: the reqlogic rows carry the median of the per-run ratios to
+// the paired baseline, and print them.
+func TestReqLogicSummary(t *testing.T) {
+	runs := []runResult{
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 21, Detail: reqLogicDetail{BaseCPUus: 20, CPUVsBase: 1.05}},
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 22, Detail: reqLogicDetail{BaseCPUus: 20, CPUVsBase: 1.1}},
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 30, Detail: reqLogicDetail{BaseCPUus: 30, CPUVsBase: 1}},
+		{Shape: "reqlogic", Proxy: "nginx", Requests: 1, ReqPerSec: 20, CPUus: 40, Detail: reqLogicDetail{}},
+	}
+	s := summarize(runs, nil)
+	if len(s) != 2 || s[0].CPUVsBase.Median != 1.05 || s[0].CPUVsBase.N != 3 || s[0].BaseCPUus.Median != 20 || s[1].CPUVsBase.N != 0 {
+		t.Fatalf("%+v", s)
+	}
+	var b strings.Builder
+	printTables(&b, s, map[string]string{"reqlogic": "request logic"}, nil, []string{"reqlogic"})
+	if !strings.Contains(b.String(), "CPU ×baseline") || !strings.Contains(b.String(), "1.050 (1.000–1.100)") {
+		t.Fatal(b.String())
+	}
+}
+
 // The open-loop generator against a tiny local server: 100 requests at 1000/s.
 func TestOpenLoopSmall(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")

@@ -51,6 +51,10 @@ type summary struct {
 	Reruns    int     `json:"reruns"` // runs repeated for foreign load on CPU 0
 	Foreign   float64 `json:"max_foreign_share"`
 	Reloads   int     `json:"reloads,omitempty"`
+	// The reqlogic shape: its baseline's CPU per request and the ratio to it of
+	// each run's own (reqLogicDetail).
+	BaseCPUus spread `json:"baseline_cpu_us_per_req"`
+	CPUVsBase spread `json:"cpu_vs_baseline"`
 	// Ratios of medians to nginx's in the same shape (0 when nginx has no row).
 	ReqPerSecVsNginx float64 `json:"req_per_sec_vs_nginx,omitempty"`
 	CPUVsNginx       float64 `json:"cpu_vs_nginx,omitempty"`
@@ -79,7 +83,7 @@ func summarize(results, discarded []runResult) []summary {
 	for _, k := range order {
 		rs := groups[k]
 		s := summary{Shape: k.shape, Proxy: k.proxy, Runs: len(rs)}
-		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz []float64
+		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz, baseCPU, vsBase []float64
 		for _, r := range rs {
 			s.Errors += r.Errors
 			if s.ErrorKind == "" && r.ErrorKind != "" {
@@ -110,6 +114,9 @@ func summarize(results, discarded []runResult) []summary {
 			if d, ok := r.Detail.(reloadDetail); ok {
 				s.Reloads += d.Reloads
 			}
+			if d, ok := r.Detail.(reqLogicDetail); ok && d.CPUVsBase > 0 {
+				baseCPU, vsBase = append(baseCPU, d.BaseCPUus), append(vsBase, d.CPUVsBase)
+			}
 			if k.shape == "idle" {
 				kb = append(kb, r.KBPerConn)
 			}
@@ -125,6 +132,7 @@ func summarize(results, discarded []runResult) []summary {
 		s.ReqPerSec, s.CPUus, s.RSSMiB, s.MBps = spreadOf(rps), spreadOf(cpu), spreadOf(rss), spreadOf(mbps)
 		s.P50, s.P99, s.P999, s.KBPerConn, s.Local = spreadOf(p50), spreadOf(p99), spreadOf(p999), spreadOf(kb), spreadOf(local)
 		s.LagP99, s.GzipBytes = spreadOf(lag), spreadOf(gz)
+		s.BaseCPUus, s.CPUVsBase = spreadOf(baseCPU), spreadOf(vsBase)
 		s.syscallMedians(rs)
 		out = append(out, s)
 	}
@@ -257,6 +265,12 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 					loc = fmt.Sprintf("%.1f%% (%.1f–%.1f)", 100*s.Local.Median, 100*s.Local.Min, 100*s.Local.Max)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Proxy, loc, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.CPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s))
+			}
+		case "reqlogic":
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tbaseline CPU µs/req\tCPU ×baseline\tRSS MiB\terrors\treruns\t")
+			for _, s := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
+					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		default:
 			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tRSS MiB\terrors\treruns\t")

@@ -42,7 +42,7 @@ func compressibleBody() []byte {
 	return b.Bytes()[:compressibleSize]
 }
 
-// runUpstream serves "/" and "/limited" (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
+// runUpstream serves "/", "/limited" and "/rl/..." (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
 // (compressibleBody, text/html) with fasthttp.
 func runUpstream(addr string) error {
 	large := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
@@ -55,6 +55,10 @@ func runUpstream(addr string) error {
 			case "/1m":
 				ctx.Response.SetBodyRaw(large)
 			default:
+				if bytes.HasPrefix(ctx.Path(), []byte("/rl/")) {
+					ctx.Response.SetBodyRaw(smallBody) // the reqlogic shape's rewritten URIs
+					return
+				}
 				if bytes.HasSuffix(ctx.Path(), []byte("/100k")) {
 					ctx.Response.Header.SetContentType("text/html")
 					ctx.Response.SetBodyRaw(text)

@@ -111,6 +111,7 @@ var shapeDefs = []shapeDef{
 	{Name: "gzip1", Title: "100 KB text/html compressed with gzip level 1 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz1/100k"), gzip: true},
 	{Name: "gzip5", Title: "100 KB text/html compressed with gzip level 5 (wrk -t1 -c10, Accept-Encoding: gzip)", measure: gzipShape("/gz5/100k"), gzip: true},
 	{Name: "limitreq", Title: "keep-alive with limit_req on a 64m zone, rate never reached (wrk -t1 -c50; compare with keepalive)", measure: (*harness).limitReq, nginxOnly: true},
+	{Name: "reqlogic", Title: "keep-alive through map + set + if (not firing) + rewrite with captures (wrk -t1 -c50, a browser's User-Agent; compare with keepalive)", measure: (*harness).reqLogic, nginxOnly: true},
 	{Name: "syscalls-keepalive", Title: "system calls per request, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/")},
 	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("/", "Connection: close")},
 	{Name: "syscalls-static", Title: "system calls per request, static-small's 100-byte file, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/static/small.html"), files: true},
@@ -344,6 +345,86 @@ func (h *harness) keepAlive(p *proc, addr netip.AddrPort, res *runResult) error 
 func (h *harness) limitReq(p *proc, addr netip.AddrPort, res *runResult) error {
 	_, err := h.wrkShape(p, addr, res, "/limited", 50)
 	return err
+}
+
+// reqLogicUA is a browser's User-Agent: the map's regexes run over all of it and
+// none matches.
+const reqLogicUA = "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+// reqLogicDetail is a reqlogic run's baseline: on the same proxy process, in turn
+// with the measured run, the request the upstream sees after the rewrite
+// (/rl/items/42?id=42, the same User-Agent) through location /, without the map,
+// set, if and rewrite.
+type reqLogicDetail struct {
+	BaseReqPerSec float64 `json:"baseline_req_per_sec"`
+	BaseCPUus     float64 `json:"baseline_cpu_us_per_req"`
+	CPUVsBase     float64 `json:"cpu_vs_baseline"`
+	BaseErrors    int64   `json:"baseline_errors"`
+}
+
+// reqLogic is keepAlive through /logic/: a map with regex keys on the User-Agent
+// ($is_bot), set, two ifs that do not fire and a rewrite with captures that does
+// (break, proxied as /rl/...). Its baseline (reqLogicDetail) runs before it in odd
+// repetitions and after it in even ones. One request first checks that the
+// rewrite reached the upstream and that the map and if answer a crawler with 403.
+func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
+	url := "http://" + addr.String()
+	for _, c := range []struct {
+		ua     string
+		status int
+	}{{reqLogicUA, 200}, {"User-Agent: Googlebot/2.1 (+http://www.google.com/bot.html)", 403}} {
+		st, body, err := getWith(url+"/logic/items/42", c.ua)
+		if err != nil {
+			return err
+		}
+		if st != c.status || st == 200 && !bytes.Equal(body, smallBody) {
+			return fmt.Errorf("reqlogic: %s: status %d (%d bytes), want %d", c.ua, st, len(body), c.status)
+		}
+	}
+	var base runResult
+	baseline := func() error {
+		_, err := h.wrkShape(p, addr, &base, "/rl/items/42?id=42", 50, reqLogicUA)
+		return err
+	}
+	if res.Rep%2 == 1 {
+		if err := baseline(); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+	}
+	if _, err := h.wrkShape(p, addr, res, "/logic/items/42", 50, reqLogicUA); err != nil {
+		return err
+	}
+	if res.Rep%2 == 0 {
+		if err := baseline(); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+	}
+	// Foreign load during either half repeats the run.
+	res.Load.ForeignShare = max(res.Load.ForeignShare, base.Load.ForeignShare)
+	d := reqLogicDetail{BaseReqPerSec: base.ReqPerSec, BaseCPUus: base.CPUus, BaseErrors: base.Errors}
+	if base.CPUus > 0 {
+		d.CPUVsBase = res.CPUus / base.CPUus
+	}
+	res.Detail = d
+	return nil
+}
+
+// getWith fetches url with one extra header ("Name: value").
+func getWith(url, header string) (int, []byte, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	name, value, _ := strings.Cut(header, ": ")
+	req.Header.Set(name, value)
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 func (h *harness) newConn(p *proc, addr netip.AddrPort, res *runResult) error {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pcre
+
+const raceEnabled = false
