@@ -508,10 +508,6 @@ func setErrorPage(c *conf.Cursor, s *conf.Stmt) error {
 			uri = t
 		}
 	}
-	if uri == nil && !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "@") &&
-		!strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
-		return s.InvalidValue(s.Args[len(s.Args)-1], "it must be a URI, @name or an URL")
-	}
 	for _, a := range args {
 		code, err := strconv.Atoi(a.Value)
 		if err != nil || code < 300 || code > 599 {

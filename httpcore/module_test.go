@@ -56,7 +56,6 @@ func TestCoreDirectives(t *testing.T) {
 		"http { server { location / {\nclient_header_timeout 1s;\n} } }":        `"client_header_timeout" directive is not allowed here`,
 		"http { server { location / {\nlarge_client_header_buffers 4 1;\n} } }": `"large_client_header_buffers" directive is not allowed here`,
 		"http {\nlarge_client_header_buffers 4 1;\n}":                           `invalid value "1" in "large_client_header_buffers" directive`,
-		"http { server { location / {\nerror_page 404 errors.html;\n} } }":      `it must be a URI, @name or an URL`,
 		"http { server { location / {\nerror_page 404 /e/$nosuchvar;\n} } }":    `unknown "nosuchvar" variable`,
 	} {
 		_, err := loadConf(t, src)

@@ -182,7 +182,8 @@ func (c *conn) errorPage(code int) bool {
 			c.variableErrorPage(ep, code)
 			return true
 		}
-		if strings.HasPrefix(ep.Target, "http://") || strings.HasPrefix(ep.Target, "https://") {
+		if !strings.HasPrefix(ep.Target, "/") && !strings.HasPrefix(ep.Target, "@") {
+			// As nginx: what is neither a URI nor a named location is a URL.
 			c.errorPageRedirect(ep, []byte(ep.Target))
 			return true
 		}

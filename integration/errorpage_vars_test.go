@@ -46,11 +46,12 @@ func TestErrorPageVariables(t *testing.T) {
     location @fb { return 200 "fallback $uri $status\n"; }
     location /plain { return 200 "plain $status\n"; }
     location /lit { return 404; error_page 404 /e/literal; }
+    location /litrel { return 404; error_page 404 =301 moved.html; }
     location /ie/ { proxy_pass http://` + up.Addr + `; proxy_intercept_errors on; error_page 404 502 /e/$status-$upstream_status; }
   }`
 		})
 	paths := []string{"/s/a.txt", "/s/missing", "/ret", "/over?q=7", "/eq", "/url?x=1", "/url301", "/rel?to=elsewhere", "/rel?to=/e/x%3Fy",
-		"/named", "/setv", "/ie/s404", "/ie/s200", "/plain", "/lit"}
+		"/named", "/setv", "/ie/s404", "/ie/s200", "/plain", "/lit", "/litrel"}
 	var obs [2][]string
 	for i, tg := range targets {
 		for _, p := range paths {
