@@ -210,6 +210,9 @@ type loopState struct {
 	scratch   []byte                         // builds values; reused, never retained
 	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
 	statsList []*PeerStats                   // the same, in the order they came
+	overfull  []*upstream.Group              // groups caching more than their keepalive
+	trim      eventloop.Timer                // runs trimIdle
+	trimInit  bool                           // trim is bound to the loop
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
