@@ -278,7 +278,7 @@ func (c *conn) begin() {
 	c.takeRequest()
 	r := c.Request
 	r.snap = c.w.snapshotFor(c.localAddr())
-	r.started = time.Now()
+	r.started = c.w.loop.Now()
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
 	c.w.seq++
