@@ -41,6 +41,8 @@ type Loop struct {
 	table    fdTable
 
 	base     time.Time
+	wall     time.Time // when the current batch started (tick)
+	clock    int64     // the same on the loop clock: ns since base
 	timers   timerHeap
 	timerSeq uint64
 	tfd      int
@@ -139,6 +141,7 @@ func (l *Loop) run(ready chan<- error) {
 			return
 		}
 	}
+	l.tick()
 	if l.cfg.OnStart != nil {
 		if err := l.cfg.OnStart(l); err != nil {
 			ready <- fmt.Errorf("loop cpu %d: start hook: %w", l.cfg.CPU, err)

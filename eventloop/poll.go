@@ -108,6 +108,7 @@ func (l *Loop) pollBatch() {
 	} else {
 		n, err = unix.EpollWait(l.epfd, l.events[:], -1)
 	}
+	l.tick()
 	if err != nil {
 		if err != unix.EINTR {
 			l.log.Error("epoll_wait", "err", err)

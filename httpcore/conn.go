@@ -136,7 +136,7 @@ func newConn(w *Worker, c eventloop.Conn) *conn {
 // defaultServerConf is the core config of the listen address's default server,
 // which governs a connection until a request names its server (nginx does the same).
 func (c *conn) defaultServerConf() *LocConf {
-	if a := c.w.snapshotFor(c.localAddr()).Routes.Addr(c.localAddr()); a != nil {
+	if _, a := c.w.addrServers(c.localAddr()); a != nil {
 		return ServerConf(a.Default)
 	}
 	return DefaultConf()
@@ -280,7 +280,7 @@ func (c *conn) begin() {
 	c.takeRequest()
 	r := c.Request
 	r.snap = c.w.snapshotFor(c.localAddr())
-	r.started = time.Now()
+	r.started = c.w.loop.Now()
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
 	c.w.seq++
@@ -293,7 +293,7 @@ func (c *conn) begin() {
 	r.remoteSet, r.accessCode = false, 0
 	c.srvConf = c.defaultServerConf()
 	c.lcf = c.srvConf
-	if a := r.snap.Routes.Addr(c.localAddr()); a != nil {
+	if a := c.w.addrIn(r.snap, c.localAddr()); a != nil {
 		r.srv = a.Default
 	}
 	c.conn.SetIdle(false)
@@ -314,7 +314,7 @@ func (c *conn) handle() {
 	// As nginx, the path is normalised by the rules of the address's default server:
 	// it is parsed before the Host header names the request's server.
 	mergeSlashes := true
-	if a := c.snap.Routes.Addr(c.localAddr()); a != nil {
+	if a := c.w.addrIn(c.snap, c.localAddr()); a != nil {
 		mergeSlashes = ServerConf(a.Default).MergeSlashes
 		var re *pcre.Regexp
 		c.srv, re = a.ServerName(r.Host())
@@ -571,7 +571,7 @@ func (c *conn) onClose(err error) {
 // selects on the connection's address (http1.NameRulesByHost); it is asked only where
 // the servers of the address differ (LocConf.nameRulesVary).
 func (c *conn) NameRulesFor(host []byte) http1.NameRules {
-	if a := c.w.snapshotFor(c.localAddr()).Routes.Addr(c.localAddr()); a != nil {
+	if _, a := c.w.addrServers(c.localAddr()); a != nil {
 		return ServerConf(a.Server(host)).NameRules()
 	}
 	return c.req.Names

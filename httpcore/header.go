@@ -175,7 +175,7 @@ func (r *Request) writeHeader() {
 		b = append(b, "\r\n"...)
 	}
 	if !h.HasDate {
-		b = append(b, c.w.dateHeader(time.Now())...)
+		b = append(b, c.w.dateHeader(c.w.loop.Now())...)
 	}
 	b = append(b, r.carried...)
 	for i := range h.fields {

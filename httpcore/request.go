@@ -214,7 +214,7 @@ func (r *Request) HTTPS() bool {
 	if p, ok := r.c.conn.(interface{ PlainHTTP() bool }); ok && p.PlainHTTP() {
 		return false
 	}
-	a := r.c.w.snapshotFor(r.c.localAddr()).Routes.Addr(r.c.localAddr())
+	_, a := r.c.w.addrServers(r.c.localAddr())
 	return a != nil && a.SSL
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore/route"
 )
 
 // Version is what the Server header and error pages say (server_tokens on).
@@ -25,6 +26,7 @@ type Worker struct {
 	loop     *eventloop.Loop
 	snap     *Snapshot
 	prev     *Snapshot // the one before the last reload, for addresses it removed
+	addr     addrMemo  // the last address asked of addrServers
 	log      *slog.Logger
 	numaNode int // the loop's domain, for $numa_node
 	states   [maxKeys]LoopState
@@ -99,6 +101,7 @@ func (w *Worker) Reload(snap *Snapshot) error {
 
 func (w *Worker) setSnapshot(snap *Snapshot) {
 	w.prev, w.snap = w.snap, snap
+	w.addr = addrMemo{}
 	for _, st := range w.states {
 		if st != nil {
 			st.Reload(snap)
@@ -110,10 +113,40 @@ func (w *Worker) setSnapshot(snap *Snapshot) {
 // current one, or, for an address the last reload removed (its listener still
 // empties its accept queue), the one the connection was accepted under.
 func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
-	if w.snap.Routes.Addr(local) == nil && w.prev != nil && w.prev.Routes.Addr(local) != nil {
-		return w.prev
+	s, _ := w.addrServers(local)
+	return s
+}
+
+// addrMemo is the last answer of addrServers; a loop's requests mostly come to
+// one address, and a request asked up to 9 times (two map lookups each).
+type addrMemo struct {
+	local netip.AddrPort
+	snap  *Snapshot
+	a     *route.AddrServers
+	ok    bool
+}
+
+// addrServers is snapshotFor(local) and the servers of local in it (nil if none).
+func (w *Worker) addrServers(local netip.AddrPort) (*Snapshot, *route.AddrServers) {
+	if m := &w.addr; m.ok && m.local == local {
+		return m.snap, m.a
 	}
-	return w.snap
+	s, a := w.snap, w.snap.Routes.Addr(local)
+	if a == nil && w.prev != nil {
+		if pa := w.prev.Routes.Addr(local); pa != nil {
+			s, a = w.prev, pa
+		}
+	}
+	w.addr = addrMemo{local: local, snap: s, a: a, ok: true}
+	return s, a
+}
+
+// addrIn is s.Routes.Addr(local), from the memo when s is the snapshot it holds.
+func (w *Worker) addrIn(s *Snapshot, local netip.AddrPort) *route.AddrServers {
+	if ms, a := w.addrServers(local); ms == s {
+		return a
+	}
+	return s.Routes.Addr(local)
 }
 
 // dateHeader returns the cached "Date: ...\r\n" line for now.

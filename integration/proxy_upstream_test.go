@@ -286,3 +286,90 @@ func TestProxyUpstreamKeepalive(t *testing.T) {
 		t.Fatalf("without keepalive: %d connections for 3 requests", got)
 	}
 }
+
+// TestProxyUpstreamKeepaliveBurst: connections over keepalive that a burst left idle
+// serve the next burst if it comes within a second, and are closed (the oldest,
+// down to keepalive) once they stayed unused; nginx, on the same configuration,
+// closes them as soon as they are released, and so connects again for the next burst.
+func TestProxyUpstreamKeepaliveBurst(t *testing.T) {
+	t.Parallel()
+	const burst = 6
+	conf := func(be, addr string) string {
+		return `
+  upstream ka { server ` + be + `; keepalive 2; }
+  server {
+    listen ` + addr + `;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location / { proxy_pass http://ka; }
+  }`
+	}
+	// twoBursts sends two bursts of requests to addr, one right after the other,
+	// and returns how many connections be accepted for them.
+	twoBursts := func(t *testing.T, start func(be, addr string)) (*backend, func()) {
+		var mu sync.Mutex
+		arrived, gate := 0, make(chan struct{})
+		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			// Hold every request of a burst until all of them arrived, so that
+			// each needs a connection of its own.
+			mu.Lock()
+			g := gate
+			if arrived++; arrived%burst == 0 {
+				close(gate)
+				gate = make(chan struct{})
+			}
+			mu.Unlock()
+			<-g
+			io.WriteString(w, "ok")
+		})
+		addr := addrFor(t)
+		start(be.Addr, addr)
+		clients := make([]*http.Client, burst)
+		for i := range clients {
+			clients[i] = keepAliveClient(nil)
+		}
+		run := func() {
+			var wg sync.WaitGroup
+			for _, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := c.Get("http://" + addr + "/")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}()
+			}
+			wg.Wait()
+		}
+		run()
+		run()
+		return be, run
+	}
+	t.Run("nginx", func(t *testing.T) {
+		t.Parallel()
+		be, _ := twoBursts(t, func(be, addr string) { startNginx(t, conf(be, addr), addr) })
+		if got := be.conns.Load(); got != 2*burst-2 {
+			t.Fatalf("nginx: two bursts of %d requests used %d upstream connections, want %d", burst, got, 2*burst-2)
+		}
+	})
+	t.Run("numaproxy", func(t *testing.T) {
+		t.Parallel()
+		be, run := twoBursts(t, func(be, addr string) { startHTTP(t, conf(be, addr), addr) })
+		if got := be.conns.Load(); got != burst {
+			t.Fatalf("two bursts of %d requests, one right after the other, used %d upstream connections, want %d", burst, got, burst)
+		}
+		waitFor(t, "the connections over keepalive 2 to be closed", 10*time.Second, func() bool { return be.closed.Load() == burst-2 })
+		time.Sleep(500 * time.Millisecond)
+		if got := be.closed.Load(); got != burst-2 {
+			t.Fatalf("at rest, %d of %d upstream connections were closed, want %d (keepalive 2)", got, burst, burst-2)
+		}
+		run()
+		if got := be.conns.Load(); got != 2*burst-2 {
+			t.Fatalf("a third burst after the trim: %d upstream connections in all, want %d", got, 2*burst-2)
+		}
+	})
+}

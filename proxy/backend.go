@@ -188,12 +188,15 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 	}
 }
 
+// now is the loop's time, read once per batch of events (eventloop.Loop.Now).
+func (ex *exchange) now() time.Time { return ex.st.w.Loop().Now() }
+
 // connect picks a server and opens (or reuses) a connection to it, queuing the
 // request on it. It reports false when it answered the client with an error.
 func (ex *exchange) connect() bool {
 	r := ex.r
 	for {
-		now := time.Now()
+		now := ex.now()
 		var key []byte
 		if t := ex.snapState().hashKeys[ex.g.Origin()]; t != nil {
 			key = t.Append(ex.st.scratch[:0], r)
@@ -476,7 +479,7 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 		// failure's own status (504 after a timeout) or the upstream's answer stands.
 		return false
 	}
-	if lcf.NextUpstreamTimeout > 0 && time.Since(ex.firstTry) >= lcf.NextUpstreamTimeout {
+	if lcf.NextUpstreamTimeout > 0 && ex.now().Sub(ex.firstTry) >= lcf.NextUpstreamTimeout {
 		return false
 	}
 	return true
@@ -491,7 +494,7 @@ func idempotent(r *httpcore.Request) bool {
 // fail handles a failed try of kind cond: the next server when allowed, else an error
 // status (or closing the client if the response already started).
 func (ex *exchange) fail(cond NextUpstream, status int, why string) {
-	now := time.Now()
+	now := ex.now()
 	ex.try().status = status
 	ex.st.log.Error(why, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
 	// A cached connection that failed before any reply says nothing about the server.
@@ -563,7 +566,7 @@ func (ex *exchange) onTimeout() {
 			what = "upstream timed out while proxying upgraded connection"
 		}
 		ex.st.log.Error(what, "upstream", ex.peer.String(), "client", ex.r.RemoteAddr().String())
-		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.bal.Done(ex.peer, ex.now(), false)
 		ex.closeClient()
 	}
 }
@@ -597,10 +600,10 @@ func (ex *exchange) onClose(err error) {
 		}
 		// The response is incomplete: the client must not take it as whole.
 		ex.st.log.Error("upstream prematurely closed connection while reading upstream", "upstream", ex.peer.String())
-		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.bal.Done(ex.peer, ex.now(), false)
 		ex.closeClient()
 	case exTunnel:
-		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.bal.Done(ex.peer, ex.now(), false)
 		ex.closeClient()
 	}
 }
@@ -680,7 +683,7 @@ func (ex *exchange) startResponse(headLen int) {
 	r := ex.r
 	code := ex.resp.StatusCode()
 	ex.status = code
-	ex.responseTime = time.Since(ex.tryStart)
+	ex.responseTime = ex.now().Sub(ex.tryStart)
 	if ps := ex.ps; ps != nil {
 		ps.Responses[stats.Class(code)]++
 		ps.ResponseTime.Observe(ex.responseTime)
@@ -693,7 +696,7 @@ func (ex *exchange) startResponse(headLen int) {
 	}
 	if cond := ex.lc.NextUpstream.ForStatus(code); cond != 0 && ex.canRetry(cond) {
 		failure := code != 403 && code != 404
-		ex.bal.Done(ex.peer, time.Now(), failure)
+		ex.bal.Done(ex.peer, ex.now(), failure)
 		if ex.ps != nil && failure {
 			ex.ps.Failures++
 		}
@@ -792,7 +795,7 @@ func (ex *exchange) takeBody(data []byte) {
 				// As nginx, an error after the response head does not mark the server
 				// failed.
 				ex.st.log.Error("upstream sent invalid chunked response", "upstream", ex.peer.String(), "error", err.Error())
-				ex.bal.Done(ex.peer, time.Now(), false)
+				ex.bal.Done(ex.peer, ex.now(), false)
 				ex.closeClient()
 				return
 			}
@@ -825,7 +828,7 @@ func (ex *exchange) intercept(code, headLen int) {
 			}
 		}
 	}
-	ex.bal.Done(ex.peer, time.Now(), false)
+	ex.bal.Done(ex.peer, ex.now(), false)
 	ex.keepClean(headLen)
 	ex.end()
 	r.SendStatus(code)
@@ -863,7 +866,7 @@ func (ex *exchange) accelRedirect(uri []byte, headLen int) {
 			r.Carry(name, value)
 		}
 	}
-	ex.bal.Done(ex.peer, time.Now(), false)
+	ex.bal.Done(ex.peer, ex.now(), false)
 	ex.keepClean(headLen)
 	if r.ReadingBody() {
 		r.DisableKeepAlive() // the rest of the upload is not read
@@ -950,7 +953,7 @@ func (ex *exchange) complete(clean bool) {
 	if !spilling {
 		r.SendBody(nil, true) // the end of the body (and the head, if it still waits)
 	}
-	ex.bal.Done(ex.peer, time.Now(), false)
+	ex.bal.Done(ex.peer, ex.now(), false)
 	if conn := ex.conn; conn != nil {
 		keep := ex.cacheable(clean)
 		ex.conn = nil
@@ -994,7 +997,7 @@ func (ex *exchange) ClientGone() bool {
 // core has detached it from the request.
 func (ex *exchange) Abort() {
 	if ex.peer != nil && ex.conn != nil {
-		ex.bal.Done(ex.peer, time.Now(), false)
+		ex.bal.Done(ex.peer, ex.now(), false)
 	}
 	ex.end()
 }
@@ -1006,7 +1009,7 @@ func (ex *exchange) Abort() {
 // exchange touches nothing of the request after end; callers that go on to answer
 // keep the request in a local first.
 func (ex *exchange) end() {
-	ex.endTry(time.Now())
+	ex.endTry(ex.now())
 	ex.state = exDone
 	if ex.ck != nil {
 		ex.cacheEnd()

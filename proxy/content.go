@@ -40,7 +40,7 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	*ex = exchange{r: r, lc: lc, st: st, firstTry: time.Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
+	*ex = exchange{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
 	if ck != nil {
 		ck.ex, ck.zone, ck.status = nil, nil, csNone
 	}
@@ -210,6 +210,9 @@ type loopState struct {
 	scratch   []byte                         // builds values; reused, never retained
 	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
 	statsList []*PeerStats                   // the same, in the order they came
+	overfull  []*upstream.Group              // groups caching more than their keepalive
+	trim      eventloop.Timer                // runs trimIdle
+	trimInit  bool                           // trim is bound to the loop
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {

@@ -56,7 +56,7 @@ func (ex *exchange) endTry(now time.Time) {
 // connectedTry: the connection of the current try is up (or was reused).
 func (ex *exchange) connectedTry() {
 	if st := ex.try(); st.connect < 0 {
-		st.connect = time.Since(ex.tryStart)
+		st.connect = ex.now().Sub(ex.tryStart)
 	}
 }
 
