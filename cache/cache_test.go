@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 
 func testZone(t *testing.T, c Config) *Zone {
 	t.Helper()
-	c.Dir = t.TempDir()
+	if c.Dir == "" {
+		c.Dir = t.TempDir()
+	}
 	if c.Name == "" {
 		c.Name = t.Name()
 	}
@@ -153,11 +157,111 @@ func TestManagerInactiveAndMaxSize(t *testing.T) {
 			t.Fatalf("max_size: a recent file went: %v", err)
 		}
 	}
-	z.Inactive = time.Nanosecond
+	z.setParams(Config{Inactive: time.Nanosecond, MaxSize: 8192})
 	z.manage()
 	ents, _ := os.ReadDir(z.Dir)
 	if len(ents) != 0 || z.Size() != 0 {
 		t.Fatalf("inactive entries stayed: %v, size %d", ents, z.Size())
+	}
+}
+
+// manager_files: an iteration removes at most that many files, then asks for a
+// pause of manager_sleep; the one that finds nothing more to do waits longer.
+func TestManagerFilesPerIteration(t *testing.T) {
+	z := testZone(t, Config{})
+	for i := range 5 {
+		store(t, z, strconv.Itoa(i), "x")
+	}
+	z.setParams(Config{Inactive: time.Nanosecond, ManagerFiles: 2, ManagerSleep: 7 * time.Millisecond})
+	for _, left := range []int{3, 1} {
+		if d := z.manage(); d != 7*time.Millisecond {
+			t.Fatalf("an iteration that reached manager_files waits %v, not manager_sleep", d)
+		}
+		if n := countFiles(t, z.Dir); n != left {
+			t.Fatalf("%d files left, want %d (2 removed per iteration)", n, left)
+		}
+	}
+	if d := z.manage(); d != managerIdle || countFiles(t, z.Dir) != 0 {
+		t.Fatalf("the last iteration: wait %v, %d files left", d, countFiles(t, z.Dir))
+	}
+	// max_size's removals count as well.
+	for i := range 5 {
+		store(t, z, strconv.Itoa(i), "x")
+	}
+	z.setParams(Config{Inactive: time.Hour, MaxSize: 4096, ManagerFiles: 3, ManagerSleep: 7 * time.Millisecond})
+	if d := z.manage(); d != 7*time.Millisecond || countFiles(t, z.Dir) != 2 {
+		t.Fatalf("max_size with manager_files=3: wait %v, %d files left", d, countFiles(t, z.Dir))
+	}
+	if d := z.manage(); d != managerIdle || countFiles(t, z.Dir) != 1 {
+		t.Fatalf("max_size: wait %v, %d files left", d, countFiles(t, z.Dir))
+	}
+}
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// loader_files and loader_sleep: the loader pauses after each loader_files files,
+// so that a cache directory filled before the start loads that much more slowly.
+func TestLoaderFilesAndSleep(t *testing.T) {
+	dir := t.TempDir()
+	filler := testZone(t, Config{Dir: dir, Name: t.Name() + "-filler", Levels: []int{1}})
+	for i := range 6 {
+		store(t, filler, strconv.Itoa(i), "x")
+	}
+	started := time.Now()
+	z := testZone(t, Config{Dir: dir, Levels: []int{1}, LoaderFiles: 2, LoaderSleep: 300 * time.Millisecond})
+	// After each second file a pause: 3 of 300 ms for 6 files.
+	for !z.Loaded() {
+		if time.Since(started) > 30*time.Second {
+			t.Fatal("the loader did not end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if took := time.Since(started); took < 900*time.Millisecond {
+		t.Fatalf("6 files loaded in %v with loader_files=2 loader_sleep=300ms", took)
+	}
+	if z.Size() != 6*4096 {
+		t.Fatalf("loaded %d bytes, want 6 files of a block", z.Size())
+	}
+}
+
+// min_free: the manager removes the least recently used entries while the file
+// system of the cache has less than min_free available (a tmpfs of 1 MiB mounted
+// for the test).
+func TestManagerMinFree(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v): min_free untested", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	z := testZone(t, Config{Dir: dir, MinFree: 600 << 10})
+	body := string(make([]byte, 100<<10))
+	var keys []Key
+	for i := range 8 {
+		keys = append(keys, store(t, z, strconv.Itoa(i), body))
+	}
+	if available(dir) >= 600<<10 {
+		t.Fatalf("the tmpfs has %d bytes free with 800 KiB stored", available(dir))
+	}
+	z.manage()
+	if a := available(dir); a < 600<<10 {
+		t.Fatalf("after the manager the tmpfs has %d bytes free, below min_free", a)
+	}
+	// 1 MiB - 8 * 100 KiB is about 224 KiB free: the 4 least recently used go.
+	for i, k := range keys {
+		_, err := os.Stat(string(z.Path(nil, k)))
+		if gone := err != nil; gone != (i < 4) {
+			t.Errorf("entry %d (of 8, oldest first): removed %v", i, gone)
+		}
 	}
 }
 

@@ -33,6 +33,8 @@ type Zone struct {
 	loaded     atomic.Bool  // the loader is done
 	tmpSerial  atomic.Uint64
 
+	params atomic.Pointer[Config] // the manager's and loader's limits (a reload's)
+
 	delMu   sync.Mutex
 	deletes []Key // evicted entries whose files the manager unlinks
 	stop    chan struct{}
@@ -72,6 +74,7 @@ type State struct {
 func newZone(c Config) *Zone {
 	z := &Zone{Config: c, stop: make(chan struct{})}
 	z.maxEntries = max(int(c.KeysSize/entryCost/shards), 1)
+	z.setParams(c)
 	for i := range z.shard {
 		z.shard[i].m = map[Key]*list.Element{}
 	}

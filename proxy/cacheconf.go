@@ -117,8 +117,8 @@ func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *con
 func cacheDirectives() []conf.Directive {
 	return []conf.Directive{
 		{Name: "proxy_cache_path", Contexts: conf.HTTPCtx, Args: conf.Args2More, Multi: true, Set: setCachePath,
-			Syntax: "proxy_cache_path path [levels=levels] keys_zone=name:size [inactive=time] [max_size=size] [use_temp_path=on|off];",
-			Doc:    "Declares a cache: entries are files under path (levels of 1 or 2 hex digits from the end of the MD5 of the key, as nginx's), written to a temporary file in path and renamed when complete (use_temp_path is accepted; the temporary file is always in path, which keeps the rename on one filesystem). The keys zone indexes them in memory for the whole process (every loop and domain), size bounding the keys (about 8000 per megabyte, least recently used evicted). A loader indexes the files already there at start; a manager removes entries not used for inactive (10m) and the least recently used beyond max_size, both off the event loops. min_free, manager_* and loader_* are refused."},
+			Syntax: "proxy_cache_path path [levels=levels] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time] [use_temp_path=on|off];",
+			Doc:    "Declares a cache: entries are files under path (levels of 1 or 2 hex digits from the end of the MD5 of the key, as nginx's), written to a temporary file in path and renamed when complete (use_temp_path is accepted; the temporary file is always in path, which keeps the rename on one filesystem). The keys zone indexes them in memory for the whole process (every loop and domain), size bounding the keys (about 8000 per megabyte, least recently used evicted). A loader indexes the files already there at start (at once, where nginx waits a minute), at most loader_files (100) files and loader_threshold (200ms) per iteration with a pause of loader_sleep (50ms) between; a manager removes entries not used for inactive (10m), then the least recently used while the cache is beyond max_size or its file system has less than min_free available (statfs), at most manager_files (100) files and manager_threshold (200ms) per iteration with a pause of manager_sleep (50ms) when one reached them, both off the event loops."},
 		{Name: "proxy_cache", Contexts: hsl, Args: conf.Args1, Set: setCache,
 			Syntax: "proxy_cache zone | off;", Default: "off",
 			Doc: "Caches responses in a zone of proxy_cache_path (a zone made of variables is refused). $upstream_cache_status tells MISS, BYPASS, EXPIRED, STALE, UPDATING or HIT."},
@@ -205,6 +205,31 @@ func setCachePath(c *conf.Cursor, s *conf.Stmt) error {
 				return s.InvalidValue(a, "")
 			}
 			z.cfg.MaxSize = n
+		case "min_free":
+			n, err := conf.ParseSize(v)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			z.cfg.MinFree = n
+		case "manager_files", "loader_files":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return s.InvalidValue(a, "")
+			}
+			n = max(n, 1) // 0 pauses after every file, as 1 does
+			if name == "manager_files" {
+				z.cfg.ManagerFiles = n
+			} else {
+				z.cfg.LoaderFiles = n
+			}
+		case "manager_sleep", "manager_threshold", "loader_sleep", "loader_threshold":
+			d, err := conf.ParseTime(v)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			d = max(d, time.Nanosecond) // 0: no pause, or a pause after every file (cache.Config's zero is nginx's default)
+			*map[string]*time.Duration{"manager_sleep": &z.cfg.ManagerSleep, "manager_threshold": &z.cfg.ManagerThreshold,
+				"loader_sleep": &z.cfg.LoaderSleep, "loader_threshold": &z.cfg.LoaderThreshold}[name] = d
 		case "use_temp_path":
 			if v != "on" && v != "off" {
 				return s.InvalidValue(a, "")
