@@ -397,3 +397,103 @@ func TestCacheExpiryAgainstNginx(t *testing.T) {
 	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
 	compareSeries(t, ours, theirs)
 }
+
+// TestCacheBackgroundUpdateAgainstNginx: with proxy_cache_background_update and
+// use_stale updating, the request that finds the entry expired is answered with
+// it at once (STALE) while a background request, which outlives it and its
+// connection, fetches it anew from a slow upstream; a request meanwhile gets it
+// UPDATING; once the refresh is done the new response is a HIT, after exactly one
+// upstream request. A refresh that fails leaves the expired entry, which the next
+// request gets STALE again with a refresh of its own. Compared with nginx; every
+// request on a connection of its own (nginx holds a keep-alive connection's next
+// request until its background request ends).
+func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
+	const slow = 1500 * time.Millisecond
+	conf := func(addr, up string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        location / {
+            proxy_pass http://%s;
+            proxy_cache z;
+            proxy_cache_use_stale updating;
+            proxy_cache_background_update on;
+        }
+    }
+`, addr, up)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		var mu sync.Mutex
+		begun, ended := map[string]int{}, map[string]int{}
+		counts := func(p string) (int, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return begun[p], ended[p]
+		}
+		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			p := r.URL.Path
+			mu.Lock()
+			begun[p]++
+			n := begun[p]
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				ended[p]++
+				mu.Unlock()
+			}()
+			status := 200
+			if n > 1 {
+				time.Sleep(slow) // the refreshes are slow
+				if strings.HasSuffix(p, "/fail") {
+					status = 500
+				}
+			}
+			if status == 200 {
+				w.Header().Set("Cache-Control", "max-age=1") // a 500 is not stored
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "%s version %d", p, n)
+		})
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr))
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		get := func(p string) string {
+			resp, err := c.Get("http://" + addr + p)
+			if err != nil {
+				t.Fatalf("GET %s: %v", p, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_, ended := counts(p)
+			return fmt.Sprintf("GET %s: %d %s %q (upstream answers so far: %d)", p, resp.StatusCode, resp.Header.Get("X-Cache"), body, ended)
+		}
+		// waitRefresh waits for the upstream to have answered n requests of p.
+		waitRefresh := func(p string, n int) string {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, e := counts(p); e >= n {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // the proxy stores it
+			b, e := counts(p)
+			return fmt.Sprintf("%s: upstream asked %d, answered %d", p, b, e)
+		}
+		var out []string
+		for _, p := range []string{"/bg/ok", "/bg/fail"} {
+			out = append(out, get(p))
+		}
+		time.Sleep(2100 * time.Millisecond) // both expired
+		for _, p := range []string{"/bg/ok", "/bg/fail"} {
+			out = append(out, get(p), get(p)) // STALE at once, then UPDATING
+			out = append(out, waitRefresh(p, 2))
+			out = append(out, get(p))
+		}
+		out = append(out, waitRefresh("/bg/fail", 3), get("/bg/ok"))
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
+}

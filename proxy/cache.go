@@ -23,7 +23,11 @@ import (
 // entry's temporary file as it streams to the client, then renamed into place when
 // it is whole. An expired entry may stand in for a failed upstream
 // (proxy_cache_use_stale). proxy_cache_lock makes the other requests for a new
-// entry wait, polling the zone every lockPoll, as nginx polls every 500 ms.
+// entry wait, polling the zone every lockPoll, as nginx polls every 500 ms. With
+// proxy_cache_background_update the request that takes an expired entry's
+// updating flag answers with the entry (STALE) and hands the flag to a background
+// request (httpcore's StartBackground) that fetches it as a miss would; an error
+// leaves the expired entry and ends the flag.
 
 // cacheStatus is $upstream_cache_status.
 type cacheStatus uint8
@@ -105,6 +109,18 @@ func (ex *exchange) cacheStart() bool {
 	if k == nil {
 		k = ex.snapState().cacheKey
 	}
+	if from := ex.st.bgFrom; from != nil && r.IsBackground() {
+		// The background update of an expired entry: the key and its updating flag
+		// are the request's that started it; it goes upstream and stores as a miss.
+		ex.st.bgFrom = nil
+		c.text = append(c.text[:0], from.text...)
+		c.main, c.key = from.main, from.key
+		c.locked, c.stale, c.status, c.store = true, true, csExpired, !ex.conditions(cc.NoCache)
+		if cc.Revalidate {
+			ex.loadValidators()
+		}
+		return false
+	}
 	c.text = k.Append(c.text[:0], r)
 	c.main = cache.KeyOf(c.text)
 	c.key = c.main
@@ -153,6 +169,9 @@ func (ex *exchange) cacheLookup() bool {
 			c.stale = true
 			if c.zone.Lock(c.key, now.UnixNano(), lockAge) {
 				c.locked = true
+				if cc.BackgroundUpdate && cc.UseStale&UseStaleUpdating != 0 && ex.backgroundUpdate() && ex.serveCached(csStale) {
+					return true
+				}
 			} else if cc.UseStale&UseStaleUpdating != 0 && ex.serveCached(csUpdating) {
 				return true
 			}
@@ -187,6 +206,25 @@ func (ex *exchange) cacheLookup() bool {
 	}
 	c.timer.Reset(lockPoll)
 	return true
+}
+
+// backgroundUpdate starts the background request that fetches the expired entry
+// the request holds the updating flag of, and hands the flag to it (nginx's
+// ngx_http_upstream_cache_background_update). It has no body: a request with one
+// goes upstream itself.
+func (ex *exchange) backgroundUpdate() bool {
+	r := ex.r
+	if r.IsSubrequest() || !r.AsGET() && r.Head().Framing() != http1.BodyNone {
+		return false
+	}
+	ex.st.bgFrom = ex.ck
+	r.StartBackground(httpcore.SubrequestHooks{})
+	took := ex.st.bgFrom == nil
+	ex.st.bgFrom = nil
+	if took {
+		ex.ck.locked = false // the background request's now; it ends it
+	}
+	return took
 }
 
 // lockWait looks at the entry again for a request waiting on proxy_cache_lock.

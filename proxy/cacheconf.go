@@ -26,6 +26,9 @@ type CacheConf struct {
 	LockAge     time.Duration
 	ConvertHead bool
 	Revalidate  bool
+	// BackgroundUpdate: with UseStaleUpdating, the request that finds an entry
+	// expired is answered with it and a background request fetches it anew.
+	BackgroundUpdate bool
 }
 
 // UseStaleUpdating is proxy_cache_use_stale's updating, beside the conditions it
@@ -92,6 +95,7 @@ const (
 	bitLockAge
 	bitConvertHead
 	bitRevalidate
+	bitBackgroundUpdate
 )
 
 var cacheInherited = []conf.Inherited[LocConf]{
@@ -108,6 +112,7 @@ var cacheInherited = []conf.Inherited[LocConf]{
 	{Bit: bitLockAge, Take: func(c, p *LocConf) { c.Cache.LockAge = p.Cache.LockAge }},
 	{Bit: bitConvertHead, Take: func(c, p *LocConf) { c.Cache.ConvertHead = p.Cache.ConvertHead }},
 	{Bit: bitRevalidate, Take: func(c, p *LocConf) { c.Cache.Revalidate = p.Cache.Revalidate }},
+	{Bit: bitBackgroundUpdate, Take: func(c, p *LocConf) { c.Cache.BackgroundUpdate = p.Cache.BackgroundUpdate }},
 }
 
 func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
@@ -155,21 +160,13 @@ func cacheDirectives() []conf.Directive {
 		{Name: "proxy_cache_convert_head", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.ConvertHead }, bitConvertHead),
 			Syntax: "proxy_cache_convert_head on | off;", Default: "on",
 			Doc: "on: a HEAD request that goes to the upstream for a cached location asks with GET, so that the response can be cached."},
-		{Name: "proxy_cache_background_update", Contexts: hsl, Args: conf.Flag, Set: refuseOn,
-			Syntax: "proxy_cache_background_update off;", Default: "off",
-			Doc: "Only off: numaproxy does not update expired entries in the background yet."},
+		{Name: "proxy_cache_background_update", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.BackgroundUpdate }, bitBackgroundUpdate),
+			Syntax: "proxy_cache_background_update on | off;", Default: "off",
+			Doc: "on, with proxy_cache_use_stale updating: the request that finds its entry expired is answered with it at once (STALE) while a background request, which outlives it and its client, fetches the entry anew and stores it as a miss would (an error leaves the expired entry); the requests meanwhile get it too (UPDATING). The background request has no body: a POST (proxy_cache_methods) goes upstream itself."},
 		{Name: "proxy_cache_revalidate", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.Revalidate }, bitRevalidate),
 			Syntax: "proxy_cache_revalidate on | off;", Default: "off",
 			Doc: "on: an expired entry with Last-Modified or ETag is asked for with If-Modified-Since and If-None-Match; an upstream's 304 makes it fresh again (REVALIDATED) for what the 304's fields or proxy_cache_valid say."},
 	}
-}
-
-// refuseOn takes off and refuses on, for what is not implemented.
-func refuseOn(c *conf.Cursor, s *conf.Stmt) error {
-	if s.Args[0].Value == "on" {
-		return s.Errorf("%q is not supported by numaproxy yet", s.Name)
-	}
-	return nil
 }
 
 func setCachePath(c *conf.Cursor, s *conf.Stmt) error {

@@ -19,7 +19,6 @@ func TestCacheDirectivesRefused(t *testing.T) {
 		{"proxy_cache_path c keys_zone=z:1m loader_bogus=1;", `invalid value "loader_bogus=1"`},
 		{"proxy_cache_path c keys_zone=z:1m levels=3;", `invalid value "levels=3"`},
 		{"proxy_cache_path c levels=1:2;", `must have "keys_zone"`},
-		{"proxy_cache_path c keys_zone=z:1m; proxy_cache_background_update on;", "not supported"},
 		{"proxy_cache $zone;", "variables"},
 		{"proxy_cache nozone;", `zone "nozone" is unknown`},
 		{"proxy_cache_use_stale error non_idempotent;", `invalid value "non_idempotent"`},

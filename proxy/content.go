@@ -210,6 +210,10 @@ type loopState struct {
 	scratch   []byte                         // builds values; reused, never retained
 	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
 	statsList []*PeerStats                   // the same, in the order they came
+	// bgFrom is the cache state of the request starting a background update, for
+	// the background request's content handler to take its key and lock over
+	// (cache.go); set only while StartBackground runs.
+	bgFrom *cacheCtx
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
