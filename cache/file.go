@@ -21,8 +21,10 @@ import (
 // loop as httpcore/bodyfile.go describes for request bodies: creating the
 // temporary file, the levels' directories and the rename are metadata operations in
 // PATH; writes copy into the page cache; a hit opens the file and reads its head
-// (one pread, from the page cache once it was read or written), and its body goes
-// out with sendfile. Scanning the directory (the loader) and unlinking files (the
+// (one pread, from the page cache once it was read or written; a read shorter
+// than the buffer shows the file whole without an fstat), and its body goes out
+// with sendfile. The proxy keeps the descriptors of files it served (Reread, and
+// State.Gen to know the file is still the entry's). Scanning the directory (the loader) and unlinking files (the
 // manager) run on goroutines of their own, off the loops.
 
 const (
@@ -215,6 +217,10 @@ func (z *Zone) Open(k Key, text, path, buf []byte) (Entry, []byte, error) {
 	return e, path, err
 }
 
+// Reread reads the head of an entry's file again from fd, which Open opened and
+// the caller kept (it is not closed on an error), with the same checks.
+func Reread(fd int, text, buf []byte) (Entry, error) { return readEntry(fd, text, buf) }
+
 func readEntry(fd int, text, buf []byte) (Entry, error) {
 	n, err := unix.Pread(fd, buf, 0)
 	if err != nil {
@@ -230,8 +236,17 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 	if int64(n) < h.BodyStart || !bytes.Equal(buf[headerSize:headerSize+h.KeyLen], text) {
 		return Entry{}, errFormat
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Size != h.BodyStart+h.BodyLen {
+	// The file must be whole (not cut short by a crash, a full disk or another
+	// process): a read shorter than buf ended at its end, else fstat tells.
+	size := int64(n)
+	if n == len(buf) {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return Entry{}, errFormat
+		}
+		size = st.Size
+	}
+	if size != h.BodyStart+h.BodyLen {
 		return Entry{}, errFormat
 	}
 	return Entry{Fd: fd, Head: buf[headerSize+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
@@ -257,7 +272,7 @@ func (z *Zone) Revalidate(k Key, validSec int64, now int64) error {
 	s := z.shardOf(k)
 	s.mu.Lock()
 	if n := s.get(k); n != nil {
-		n.validSec, n.updating = validSec, false
+		n.validSec, n.updating, n.gen = validSec, false, z.gens.Add(1)
 	}
 	s.mu.Unlock()
 	return nil

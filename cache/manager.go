@@ -183,6 +183,7 @@ func (z *Zone) load(log *slog.Logger) {
 		if s.m[k] == nil {
 			n := z.insert(s, k)
 			n.uses, n.exists, n.validSec, n.size, n.lastAccess = 1, true, h.ValidSec, blocks(st.Size), now
+			n.gen = z.gens.Add(1)
 			z.size.Add(n.size)
 		}
 		s.mu.Unlock()

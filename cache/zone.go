@@ -32,6 +32,7 @@ type Zone struct {
 	size       atomic.Int64 // bytes of the entries' files
 	loaded     atomic.Bool  // the loader is done
 	tmpSerial  atomic.Uint64
+	gens       atomic.Uint64 // the last generation given to an entry's file
 
 	params atomic.Pointer[Config] // the manager's and loader's limits (a reload's)
 
@@ -57,6 +58,7 @@ type node struct {
 	updatingSince int64  // unix nanoseconds
 	lastAccess    int64  // unix nanoseconds
 	vary          []byte // the Vary of the key's responses: its entries are variants
+	gen           uint64 // the file's generation: a new one for each file stored, or header rewritten
 }
 
 // State is a copy of an entry's state, taken under its shard's lock.
@@ -69,6 +71,10 @@ type State struct {
 	// Vary is the Vary the key's responses came with: the entries are stored under
 	// variant keys (VariantOf). Valid until the next call on the zone's key.
 	Vary []byte
+	// Gen names the file the zone knows for the key (with Exists): a descriptor
+	// opened for the same Gen reads that file (a file stored anew, or revalidated,
+	// has another).
+	Gen uint64
 }
 
 func newZone(c Config) *Zone {
@@ -94,7 +100,7 @@ func (z *Zone) Acquire(k Key, now int64) State {
 	}
 	n.uses++
 	n.lastAccess = now
-	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince, Vary: n.vary}
+	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince, Vary: n.vary, Gen: n.gen}
 	s.mu.Unlock()
 	return st
 }
@@ -181,6 +187,7 @@ func (z *Zone) stored(k Key, validSec, size int64, now int64) {
 	}
 	size = blocks(size)
 	n.exists, n.validSec, n.size, n.updating = true, validSec, size, false
+	n.gen = z.gens.Add(1)
 	z.size.Add(size)
 	s.mu.Unlock()
 }

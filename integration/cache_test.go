@@ -497,3 +497,82 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
 	compareSeries(t, ours, theirs)
 }
+
+// TestCacheHitKeepsDescriptor: a loop keeps the descriptor of a cache file its
+// hit opened, so the next hits read it without looking the name up (shown by
+// unlinking the file: still a HIT, where opening it by name would be a MISS); a
+// response stored anew is a file of another generation, served at once; a
+// descriptor not used for about five seconds is closed (the unlinked file is
+// released).
+func TestCacheHitKeepsDescriptor(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		v := n
+		mu.Unlock()
+		fmt.Fprintf(w, "version %d", v)
+	})
+	addr := addrFor(t)
+	in := startHTTP(t, fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        location / { proxy_pass http://%s; proxy_cache z; proxy_cache_valid 200 1h; proxy_cache_bypass $http_x_bypass; }
+    }
+`, addr, up.Addr), addr)
+	c := &http.Client{Timeout: 10 * time.Second}
+	get := func(hdr ...string) string {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/a", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("X-Cache") + " " + string(body)
+	}
+	cacheFiles := func() []string {
+		var files []string
+		filepath.WalkDir(filepath.Join(in.dir, "cache"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		return files
+	}
+	var got []string
+	got = append(got, get(), get())
+	files := cacheFiles()
+	if len(files) != 1 {
+		t.Fatalf("cache files: %v", files)
+	}
+	os.Remove(files[0])
+	got = append(got, get(), get("X-Bypass", "1"), get())
+	want := []string{"MISS version 1", "HIT version 1", "HIT version 1", "BYPASS version 2", "HIT version 2"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The descriptor of the unlinked file went with its replacement; the new one,
+	// unused, is closed after about five seconds.
+	held := func() []string {
+		var open []string
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", in.cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", in.cmd.Process.Pid, fd.Name())); err == nil && strings.Contains(l, "/cache/") {
+				open = append(open, l)
+			}
+		}
+		return open
+	}
+	if h := held(); len(h) != 1 || strings.Contains(h[0], "deleted") {
+		t.Errorf("cache files held open after the hits: %v, want the new one", h)
+	}
+	waitFor(t, "the idle descriptor closed", 15*time.Second, func() bool { return len(held()) == 0 })
+}

@@ -69,6 +69,7 @@ type cacheCtx struct {
 	lastModified []byte
 	etag         []byte
 	storedStatus int
+	gen          uint64 // the entry's file generation the lookup saw; 0: open it by name
 	waitUntil    time.Time
 	timer        eventloop.Timer
 	timerInit    bool
@@ -155,6 +156,7 @@ func (ex *exchange) cacheLookup() bool {
 		c.key, c.variant = cache.VariantOf(c.main, st.Vary, c.variant, ex.requestFields)
 		st = c.zone.Acquire(c.key, now.UnixNano())
 	}
+	c.gen = st.Gen
 	noStore := ex.conditions(cc.NoCache)
 	lockAge := int64(1 << 62) // an expired entry's fetch holds it until it ends
 	if cc.Lock {
@@ -245,19 +247,18 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	pool := ex.st.pool()
 	ex.releaseResponseBuffer()
 	buf := pool.Get(4096)
-	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
-	c.path = path[:0]
+	e, err := ex.openEntry(buf)
 	if short, ok := err.(*cache.ErrShort); ok {
 		pool.Put(buf)
 		buf = pool.Get(short.Needed)
-		e, path, err = c.zone.Open(c.key, c.text, c.path, buf)
-		c.path = path[:0]
+		e, err = ex.openEntry(buf)
 	}
 	if err != nil {
 		pool.Put(buf)
 		if !errors.Is(err, unix.ENOENT) {
 			ex.st.log.Error("cache file cannot be read: "+err.Error(), "path", string(c.zone.Path(nil, c.key)))
 		}
+		ex.st.hits.drop(c.zone, c.key)
 		c.zone.Remove(c.key)
 		return false
 	}
@@ -266,7 +267,8 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	ex.resp.HeadRequest = r.IsHEAD()
 	ex.resp.Limits = http1.Limits{MaxLineSize: len(e.Head) + 1, MaxHeadSize: len(e.Head) + 1}
 	if _, err := ex.resp.Parse(e.Head); err != nil {
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
+		ex.st.hits.drop(c.zone, c.key)
 		ex.releaseResponseBuffer()
 		c.zone.Remove(c.key)
 		return false
@@ -285,12 +287,12 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		h.Status, h.Reason = 304, nil
 		r.SendHeader()
 		r.SendBody(nil, true)
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
 		ex.end()
 		r.Finish()
 		return true
 	case 412:
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
 		ex.end()
 		r.SendStatus(412)
 		return true
@@ -328,10 +330,37 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	default:
 		r.SendBody(nil, true)
 	}
-	unix.Close(e.Fd)
+	ex.closeEntry(e.Fd)
 	ex.end()
 	r.Finish()
 	return true
+}
+
+// openEntry opens the entry's file and reads its head into buf, with the
+// descriptor the loop kept for the same file when there is one (hitfiles.go); a
+// descriptor it opens is kept. An ErrShort leaves it kept.
+func (ex *exchange) openEntry(buf []byte) (cache.Entry, error) {
+	c, h := ex.ck, &ex.st.hits
+	now := time.Now().UnixNano()
+	if c.gen != 0 {
+		if fd := h.get(c.zone, c.key, c.gen, now); fd >= 0 {
+			return cache.Reread(fd, c.text, buf)
+		}
+	}
+	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
+	c.path = path[:0]
+	if err == nil && c.gen != 0 {
+		h.put(ex.st.w.Loop(), c.zone, c.key, c.gen, e.Fd, now)
+	}
+	return e, err
+}
+
+// closeEntry closes the descriptor of a served entry unless the loop keeps it.
+func (ex *exchange) closeEntry(fd int) {
+	c := ex.ck
+	if c.gen == 0 || ex.st.hits.get(c.zone, c.key, c.gen, 0) != fd {
+		unix.Close(fd)
+	}
 }
 
 // loadValidators reads the expired entry's Last-Modified and ETag for a
@@ -397,6 +426,7 @@ func (ex *exchange) revalidated(headLen int) bool {
 		return false
 	}
 	c.locked = false
+	c.gen = 0 // its header was rewritten: a descriptor kept is not this generation's
 	ex.bal.Done(ex.peer, now, false)
 	ex.keepClean(headLen)
 	ex.dropConn()
@@ -415,6 +445,7 @@ func (ex *exchange) staleFor(cond NextUpstream) bool {
 	}
 	ex.dropConn()
 	c.w.Abort()
+	c.gen = 0 // the entry may have changed since the lookup: open it by name
 	return ex.serveCached(csStale)
 }
 

@@ -214,6 +214,7 @@ type loopState struct {
 	// the background request's content handler to take its key and lock over
 	// (cache.go); set only while StartBackground runs.
 	bgFrom *cacheCtx
+	hits   hitFiles // the cache files' descriptors hits keep (hitfiles.go)
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
