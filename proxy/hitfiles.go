@@ -15,9 +15,9 @@ import (
 // cover the proxy cache). A descriptor serves the file of the generation the zone
 // gave when it was opened: a file stored anew or revalidated has another, and the
 // descriptor is replaced. One slot per hash of the key (a collision replaces the
-// older); a descriptor not used for hitFileIdle is closed, so that the file of an
-// entry the manager removed (or a restart of the cache directory) is released
-// within about that, the space of an unlinked file with it.
+// older); a sweep every hitFileIdle closes the descriptors not used for as long,
+// so that the file of an entry the manager removed, or one unlinked from outside,
+// is released (its space with it) within twice that.
 type hitFiles struct {
 	slots [hitSlots]hitFile
 	open  int
@@ -39,7 +39,7 @@ const (
 	hitFileIdle = 5 * time.Second
 )
 
-func (h *hitFiles) slot(k cache.Key) *hitFile { return &h.slots[(int(k[1])|int(k[2])<<8)%hitSlots] }
+func (h *hitFiles) slot(k cache.Key) *hitFile { return &h.slots[int(k[1])%hitSlots] }
 
 // get is the descriptor kept for the file of generation gen of k, -1 when none.
 func (h *hitFiles) get(z *cache.Zone, k cache.Key, gen uint64, now int64) int {
