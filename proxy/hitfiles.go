@@ -12,7 +12,9 @@ import (
 // hitFiles keeps, per loop, the descriptors of the cache files its hits opened, so
 // that a hit of an entry served before costs one pread of its head instead of
 // open, pread, fstat and close (nginx opens each time; its open_file_cache does not
-// cover the proxy cache). A descriptor serves the file of the generation the zone
+// cover the proxy cache). strace -c -f over 20000 keep-alive hits of a 100-byte
+// entry: read, pread64, writev per hit here; recvfrom, openat, newfstatat, two
+// pread64, writev and close for nginx 1.22. A descriptor serves the file of the generation the zone
 // gave when it was opened: a file stored anew or revalidated has another, and the
 // descriptor is replaced. One slot per hash of the key (a collision replaces the
 // older); a sweep every hitFileIdle closes the descriptors not used for as long,
