@@ -409,20 +409,21 @@ func TestCacheExpiryAgainstNginx(t *testing.T) {
 // request until its background request ends).
 func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 	const slow = 1500 * time.Millisecond
-	conf := func(addr, up string) string {
+	conf := func(addr, up, down string) string {
 		return fmt.Sprintf(`
     proxy_cache_path cache keys_zone=z:1m;
     server {
         listen %s;
         add_header X-Cache $upstream_cache_status always;
-        location / {
-            proxy_pass http://%s;
-            proxy_cache z;
-            proxy_cache_use_stale updating;
-            proxy_cache_background_update on;
-        }
+        proxy_cache z;
+        proxy_cache_use_stale updating;
+        proxy_cache_background_update on;
+        proxy_cache_key $uri;
+        location / { proxy_pass http://%s; }
+        # The same entry as /bg/down, refreshed from an upstream that refuses.
+        location /down/ { proxy_pass http://%s; proxy_cache_key /bg/down; }
     }
-`, addr, up)
+`, addr, up, down)
 	}
 	run := func(start func(addr, cfg string)) []string {
 		var mu sync.Mutex
@@ -457,7 +458,7 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 			fmt.Fprintf(w, "%s version %d", p, n)
 		})
 		addr := addrFor(t)
-		start(addr, conf(addr, up.Addr))
+		start(addr, conf(addr, up.Addr, addrFor(t)))
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		get := func(p string) string {
 			resp, err := c.Get("http://" + addr + p)
@@ -481,10 +482,12 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 			return fmt.Sprintf("%s: upstream asked %d, answered %d", p, b, e)
 		}
 		var out []string
-		for _, p := range []string{"/bg/ok", "/bg/fail"} {
+		for _, p := range []string{"/bg/ok", "/bg/fail", "/bg/down"} {
 			out = append(out, get(p))
 		}
-		time.Sleep(2100 * time.Millisecond) // both expired
+		time.Sleep(2100 * time.Millisecond) // all expired
+		// A refresh that cannot connect ends at once: the entry is STALE again.
+		out = append(out, get("/down/x"), get("/down/x"))
 		for _, p := range []string{"/bg/ok", "/bg/fail"} {
 			out = append(out, get(p), get(p)) // STALE at once, then UPDATING
 			out = append(out, waitRefresh(p, 2))
