@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -34,12 +35,26 @@ func testZone(t *testing.T, c Config) *Zone {
 	return z
 }
 
+// managedZone is a zone without its loader and manager goroutine: the test runs
+// the manager's iterations itself.
+func managedZone(t *testing.T, c Config) *Zone {
+	t.Helper()
+	if c.Dir == "" {
+		c.Dir = t.TempDir()
+	}
+	c.Name, c.KeysSize = t.Name(), 1<<20
+	if c.Inactive == 0 {
+		c.Inactive = time.Hour
+	}
+	return newZone(c)
+}
+
 // store writes a complete entry for text.
 func store(t *testing.T, z *Zone, text, body string) Key {
 	t.Helper()
 	k := KeyOf([]byte(text))
 	var w Writer
-	if err := z.Create(&w, k, []byte(text), []byte("HTTP/1.1 200 OK\r\n\r\n"), time.Now().Unix()+60, time.Now().Unix()); err != nil {
+	if err := z.Create(&w, k, []byte(text), []byte("HTTP/1.1 200 OK\r\n\r\n"), Validity{ValidSec: time.Now().Unix() + 60}, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Write([]byte(body)); err != nil {
@@ -100,7 +115,7 @@ func TestAbortLeavesNothing(t *testing.T) {
 	z := testZone(t, Config{})
 	k := KeyOf([]byte("k"))
 	var w Writer
-	if err := z.Create(&w, k, []byte("k"), []byte("HTTP/1.1 200 OK\r\n\r\n"), 1, 1); err != nil {
+	if err := z.Create(&w, k, []byte("k"), []byte("HTTP/1.1 200 OK\r\n\r\n"), Validity{ValidSec: 1}, 1); err != nil {
 		t.Fatal(err)
 	}
 	w.Write([]byte("partial"))
@@ -143,7 +158,7 @@ func TestKeysZoneEvictsLeastRecentlyUsed(t *testing.T) {
 
 // The manager removes inactive entries and their files, and keeps max_size.
 func TestManagerInactiveAndMaxSize(t *testing.T) {
-	z := testZone(t, Config{Inactive: time.Hour, MaxSize: 8192})
+	z := managedZone(t, Config{Inactive: time.Hour, MaxSize: 8192})
 	k1 := store(t, z, "one", "1")
 	k2 := store(t, z, "two", "2")
 	k3 := store(t, z, "three", "3")
@@ -168,7 +183,7 @@ func TestManagerInactiveAndMaxSize(t *testing.T) {
 // manager_files: an iteration removes at most that many files, then asks for a
 // pause of manager_sleep; the one that finds nothing more to do waits longer.
 func TestManagerFilesPerIteration(t *testing.T) {
-	z := testZone(t, Config{})
+	z := managedZone(t, Config{})
 	for i := range 5 {
 		store(t, z, strconv.Itoa(i), "x")
 	}
@@ -243,7 +258,7 @@ func TestManagerMinFree(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here (%v): min_free untested", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	z := testZone(t, Config{Dir: dir, MinFree: 600 << 10})
+	z := managedZone(t, Config{Dir: dir, MinFree: 600 << 10})
 	body := string(make([]byte, 100<<10))
 	var keys []Key
 	for i := range 8 {
@@ -282,4 +297,42 @@ func BenchmarkAcquire(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// A file of the previous format (version 1: no stale times, a 48-byte header), as
+// a binary before this one wrote it, is still read, and found by the loader.
+func TestVersion1FileRead(t *testing.T) {
+	z := testZone(t, Config{})
+	k := store(t, z, "key", "hello")
+	path := string(z.Path(nil, k))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h fileHeader
+	if err := h.decode(b); err != nil || h.size != headerSize {
+		t.Fatalf("version 2 header: %v", err)
+	}
+	v1 := append([]byte(nil), b[:header1]...)
+	binary.LittleEndian.PutUint32(v1[4:8], 1)
+	binary.LittleEndian.PutUint64(v1[32:40], uint64(h.BodyStart-(headerSize-header1)))
+	v1 = append(v1, b[headerSize:]...)
+	if err := os.WriteFile(path, v1, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := z.Open(k, []byte("key"), nil, make([]byte, 4096))
+	if err != nil {
+		t.Fatalf("a version 1 file: %v", err)
+	}
+	defer unix.Close(e.Fd)
+	if string(e.Head) != "HTTP/1.1 200 OK\r\n\r\n" || e.BodyLen != 5 || string(v1[e.BodyStart:]) != "hello" {
+		t.Fatalf("version 1 file: head %q, body %d at %d", e.Head, e.BodyLen, e.BodyStart)
+	}
+	z2 := testZone(t, Config{Dir: z.Dir, Name: t.Name() + "-2"})
+	for !z2.Loaded() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := z2.Acquire(k, time.Now().UnixNano()); !st.Exists {
+		t.Fatal("the loader did not index a version 1 file")
+	}
 }

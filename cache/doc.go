@@ -6,7 +6,9 @@
 // # Files
 //
 // One file per key, named by the MD5 of the key under the levels' directories, as
-// nginx's: a fixed header (validity, date, offsets), the key, the upstream's
+// nginx's: a fixed header (validity, stale-while-revalidate and stale-if-error
+// seconds, date, offsets; version 1 files, without the stale times, are still
+// read), the key, the upstream's
 // response head, the body. A file is written to a temporary file in PATH while the
 // response streams to the client and renamed into place once it is whole (file.go),
 // so a crash midway never leaves an entry that is served; a file that does not read

@@ -172,7 +172,7 @@ func (z *Zone) load(log *slog.Logger) {
 		defer unix.Close(fd)
 		var h fileHeader
 		var st unix.Stat_t
-		if n, err := unix.Pread(fd, hb[:], 0); err != nil || n < headerSize || h.decode(hb[:]) != nil ||
+		if n, err := unix.Pread(fd, hb[:], 0); err != nil || n < header1 || h.decode(hb[:n]) != nil ||
 			unix.Fstat(fd, &st) != nil || st.Size != h.BodyStart+h.BodyLen {
 			log.Warn("cache file is invalid, removed", "path", path)
 			os.Remove(path)
@@ -184,6 +184,7 @@ func (z *Zone) load(log *slog.Logger) {
 			n := z.insert(s, k)
 			n.uses, n.exists, n.validSec, n.size, n.lastAccess = 1, true, h.ValidSec, blocks(st.Size), now
 			n.gen = z.gens.Add(1)
+			n.updatingSec, n.errorSec = h.UpdatingSec, h.ErrorSec
 			z.size.Add(n.size)
 		}
 		s.mu.Unlock()

@@ -579,3 +579,98 @@ func TestCacheHitKeepsDescriptor(t *testing.T) {
 	}
 	waitFor(t, "the idle descriptor closed", 15*time.Second, func() bool { return len(held()) == 0 })
 }
+
+// TestCacheStaleExtensionsAgainstNginx: Cache-Control's stale-while-revalidate
+// lets an expired entry stand in while it is fetched anew (in the background with
+// proxy_cache_background_update) and stale-if-error for an upstream's error or
+// 5xx, without proxy_cache_use_stale; past their seconds, or without them, the
+// error goes to the client. Compared with nginx.
+func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
+	conf := func(addr, up, down string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        proxy_cache z;
+        proxy_cache_key $uri;
+        location / { proxy_pass http://%s; proxy_cache_background_update on; }
+        location /fg/ { proxy_pass http://%s; }
+        location /down/ { proxy_pass http://%s; proxy_cache_key /sie; }
+        location /down2/ { proxy_pass http://%s; proxy_cache_key /plain; }
+    }
+`, addr, up, up, down, down)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		var mu sync.Mutex
+		begun, ended := map[string]int{}, map[string]int{}
+		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			p := r.URL.Path
+			mu.Lock()
+			begun[p]++
+			n := begun[p]
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				ended[p]++
+				mu.Unlock()
+			}()
+			cc := map[string]string{"/swr": "max-age=1, stale-while-revalidate=30", "/fg/swr": "max-age=1, stale-while-revalidate=30",
+				"/sie": "max-age=1, stale-if-error=30", "/plain": "max-age=1", "/short": "max-age=1, stale-if-error=1"}[p]
+			status := 200
+			if n > 1 {
+				if strings.HasSuffix(p, "swr") {
+					time.Sleep(time.Second)
+				} else {
+					status, cc = 500, ""
+				}
+			}
+			if cc != "" {
+				w.Header().Set("Cache-Control", cc)
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "%s version %d", p, n)
+		})
+		counts := func(p string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return ended[p]
+		}
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr, addrFor(t)))
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		get := func(p, key string) string {
+			resp, err := c.Get("http://" + addr + p)
+			if err != nil {
+				t.Fatalf("GET %s: %v", p, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = serverSignature.ReplaceAll(body, []byte("SERVER"))
+			if resp.StatusCode >= 500 {
+				body = nil // error pages differ
+			}
+			return fmt.Sprintf("GET %s: %d %s %q (upstream answers so far: %d)", p, resp.StatusCode, resp.Header.Get("X-Cache"), body, counts(key))
+		}
+		var out []string
+		for _, p := range []string{"/swr", "/fg/swr", "/sie", "/plain", "/short"} {
+			out = append(out, get(p, p))
+		}
+		time.Sleep(2100 * time.Millisecond) // all expired; /short's stale-if-error=1 is over
+		out = append(out,
+			get("/swr", "/swr"), get("/swr", "/swr"), // STALE at once with a background update, then UPDATING
+			get("/fg/swr", "/fg/swr"), // without background update: the request itself fetches it
+			get("/sie", "/sie"), get("/down/x", "/sie"), // a 500 and a refused connection: STALE
+			get("/plain", "/plain"), get("/down2/x", "/plain"), get("/short", "/short"), // no stale: the error
+		)
+		for deadline := time.Now().Add(10 * time.Second); counts("/swr") < 2 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		out = append(out, get("/swr", "/swr"))
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
+}

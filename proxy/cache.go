@@ -62,6 +62,7 @@ type cacheCtx struct {
 	store       bool // the response may be stored
 	locked      bool // the request holds the entry's updating flag
 	stale       bool // an expired file exists
+	staleError  bool // its stale-if-error (or stale-while-revalidate) covers now
 	convertHead bool // a HEAD request goes upstream as GET
 	// proxy_cache_revalidate: the expired entry's validators, sent upstream, and
 	// its status.
@@ -103,6 +104,7 @@ func (ex *exchange) cacheStart() bool {
 	}
 	c.started = r.Started()
 	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.target.zone, csNone, false, false, false
+	c.staleError = false
 	c.revalidate = false
 	c.waitUntil = time.Time{}
 	c.convertHead = bit == cacheHEAD && cc.ConvertHead
@@ -169,12 +171,16 @@ func (ex *exchange) cacheLookup() bool {
 			}
 		} else {
 			c.stale = true
+			// Cache-Control's stale-while-revalidate and stale-if-error of the
+			// stored response stand for use_stale updating and for any error.
+			updating := cc.UseStale&UseStaleUpdating != 0 || st.ValidSec+st.UpdatingSec >= now.Unix()
+			c.staleError = st.ValidSec+st.ErrorSec >= now.Unix()
 			if c.zone.Lock(c.key, now.UnixNano(), lockAge) {
 				c.locked = true
-				if cc.BackgroundUpdate && cc.UseStale&UseStaleUpdating != 0 && ex.backgroundUpdate() && ex.serveCached(csStale) {
+				if cc.BackgroundUpdate && updating && ex.backgroundUpdate() && ex.serveCached(csStale) {
 					return true
 				}
-			} else if cc.UseStale&UseStaleUpdating != 0 && ex.serveCached(csUpdating) {
+			} else if updating && ex.serveCached(csUpdating) {
 				return true
 			}
 			c.status, c.store = csExpired, !noStore
@@ -417,11 +423,11 @@ func (ex *exchange) appendValidators(h []byte) []byte {
 func (ex *exchange) revalidated(headLen int) bool {
 	c := ex.ck
 	now := time.Now()
-	valid, ok := ex.cacheValidity(c.storedStatus, now)
+	v, ok := ex.cacheValidity(c.storedStatus, now)
 	if !ok {
 		return false
 	}
-	if err := c.zone.Revalidate(c.key, valid, now.UnixNano()); err != nil {
+	if err := c.zone.Revalidate(c.key, v.ValidSec, now.UnixNano()); err != nil {
 		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
 		return false
 	}
@@ -434,10 +440,10 @@ func (ex *exchange) revalidated(headLen int) bool {
 }
 
 // staleFor answers a failure of kind cond with the expired entry when
-// proxy_cache_use_stale allows it.
+// proxy_cache_use_stale allows it, or the entry's stale-if-error.
 func (ex *exchange) staleFor(cond NextUpstream) bool {
 	c := ex.ck
-	if c == nil || c.zone == nil || !c.stale || ex.lc.Cache.UseStale&cond == 0 || ex.r.HeaderSent() {
+	if c == nil || c.zone == nil || !c.stale || ex.lc.Cache.UseStale&cond == 0 && !c.staleError || ex.r.HeaderSent() {
 		return false
 	}
 	if ex.peer != nil && ex.conn != nil {
@@ -457,6 +463,8 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 	if c == nil || c.zone == nil {
 		return false
 	}
+	// stale-if-error does not cover an upstream's status (nginx 1.22's
+	// ngx_http_upstream_test_next looks at proxy_cache_use_stale only).
 	if cond := ex.lc.Cache.UseStale.ForStatus(code); cond != 0 && ex.staleFor(cond) {
 		return true
 	}
@@ -467,7 +475,7 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 		return false
 	}
 	now := time.Now()
-	valid, ok := ex.cacheValidity(code, now)
+	v, ok := ex.cacheValidity(code, now)
 	if !ok {
 		return false
 	}
@@ -492,18 +500,19 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 		}
 		c.key = key
 	}
-	if err := c.zone.Create(&c.w, c.key, c.text, ex.rbuf[:headLen], valid, now.Unix()); err != nil {
+	if err := c.zone.Create(&c.w, c.key, c.text, ex.rbuf[:headLen], v, now.Unix()); err != nil {
 		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
 	}
 	return false
 }
 
 // cacheValidity is nginx's reading of the response's caching fields: until when it
-// is fresh, and whether it may be stored at all.
-func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
+// is fresh (and may stand in past that: stale-while-revalidate, stale-if-error),
+// and whether it may be stored at all.
+func (ex *exchange) cacheValidity(code int, now time.Time) (cache.Validity, bool) {
 	lc, h := ex.lc, &ex.resp.Headers
 	ign := lc.IgnoreHeaders
-	var valid int64
+	var valid, updating, errSec int64
 	accel := false
 	for i := 0; i < h.Len(); i++ {
 		name, v := h.Name(i), h.Value(i)
@@ -521,7 +530,7 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 					continue
 				}
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
 			}
@@ -532,18 +541,24 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 			}
 			lv := bytes.ToLower(v)
 			if bytes.Contains(lv, []byte("no-cache")) || bytes.Contains(lv, []byte("no-store")) || bytes.Contains(lv, []byte("private")) {
-				return 0, false
+				return cache.Validity{}, false
 			}
 			if n, ok := directiveSeconds(lv, "s-maxage="); ok {
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
 			} else if n, ok := directiveSeconds(lv, "max-age="); ok {
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
+			}
+			if n, ok := directiveSeconds(lv, "stale-while-revalidate="); ok {
+				updating, errSec = n, n
+			}
+			if n, ok := directiveSeconds(lv, "stale-if-error="); ok {
+				errSec = n
 			}
 		case ign&IgnoreExpires == 0 && http1.EqualFold(name, "expires"):
 			if valid != 0 {
@@ -551,21 +566,21 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 			}
 			t := static.ParseHTTPTime(v)
 			if t < 0 || t <= now.Unix() {
-				return 0, false
+				return cache.Validity{}, false
 			}
 			valid = t
 		case ign&IgnoreSetCookie == 0 && http1.EqualFold(name, "set-cookie"):
-			return 0, false
+			return cache.Validity{}, false
 		}
 	}
 	if valid == 0 {
 		d := lc.Cache.validFor(code)
 		if d == 0 {
-			return 0, false
+			return cache.Validity{}, false
 		}
 		valid = now.Add(d).Unix()
 	}
-	return valid, true
+	return cache.Validity{ValidSec: valid, UpdatingSec: updating, ErrorSec: errSec}, true
 }
 
 // directiveSeconds finds "name=N" in a lower-case Cache-Control value.

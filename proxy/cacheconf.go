@@ -147,7 +147,7 @@ func cacheDirectives() []conf.Directive {
 			Doc:    "A value that is not empty and not \"0\" keeps the response out of the cache."},
 		{Name: "proxy_cache_use_stale", Contexts: hsl, Args: conf.Args1More, Set: setUseStale,
 			Syntax: "proxy_cache_use_stale error | timeout | invalid_header | updating | http_500 | http_502 | http_503 | http_504 | http_403 | http_404 | http_429 | off ...;", Default: "off",
-			Doc: "When an expired entry is served instead (STALE): the upstream failed as proxy_next_upstream's conditions say, or (updating) another request is fetching it (UPDATING)."},
+			Doc: "When an expired entry is served instead (STALE): the upstream failed as proxy_next_upstream's conditions say, or (updating) another request is fetching it (UPDATING). The stored response's Cache-Control stale-while-revalidate=N does what updating does, and stale-if-error=N what error and timeout do (not the statuses, as nginx 1.22), for N seconds past its expiry."},
 		{Name: "proxy_cache_lock", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.Lock }, bitCacheLock),
 			Syntax: "proxy_cache_lock on | off;", Default: "off",
 			Doc: "One request at a time fetches a new entry; the others wait for it (polling every 50 ms) up to proxy_cache_lock_timeout, then go to the upstream without caching."},
