@@ -659,7 +659,7 @@ func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
 		time.Sleep(2100 * time.Millisecond) // all expired; /short's stale-if-error=1 is over
 		out = append(out,
 			get("/swr", "/swr"), get("/swr", "/swr"), // STALE at once with a background update, then UPDATING
-			get("/fg/swr", "/fg/swr"), // without background update: the request itself fetches it
+			get("/fg/swr", "/fg/swr"),                   // without background update: the request itself fetches it
 			get("/sie", "/sie"), get("/down/x", "/sie"), // a 500 and a refused connection: STALE
 			get("/plain", "/plain"), get("/down2/x", "/plain"), get("/short", "/short"), // no stale: the error
 		)
