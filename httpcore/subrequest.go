@@ -97,6 +97,8 @@ func (r *Request) StartBackground(h SubrequestHooks) *Request {
 	sr.args, sr.uriChanged = append(sr.args[:0], args...), true
 	sr.loc, sr.prefix, sc.lcf = r.loc, r.prefix, c.lcf
 	sr.redirects = r.redirects
+	// The location's regex captures, as nginx's clone takes them ($1 in proxy_pass).
+	sr.caps, sr.capData, sr.ncaps = append(sr.caps[:0], r.caps...), append(sr.capData[:0], r.capData...), r.ncaps
 	sr.phase = r.snap.contentIndex
 	sr.RunPhases()
 	return sr

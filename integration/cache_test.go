@@ -422,8 +422,10 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
         location / { proxy_pass http://%s; }
         # The same entry as /bg/down, refreshed from an upstream that refuses.
         location /down/ { proxy_pass http://%s; proxy_cache_key /bg/down; }
+        # The refresh asks for the same URI: the location's capture included.
+        location ~ ^/re/(.*)$ { proxy_pass http://%s/bg/$1; }
     }
-`, addr, up, down)
+`, addr, up, down, up)
 	}
 	run := func(start func(addr, cfg string)) []string {
 		var mu sync.Mutex
@@ -482,12 +484,13 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 			return fmt.Sprintf("%s: upstream asked %d, answered %d", p, b, e)
 		}
 		var out []string
-		for _, p := range []string{"/bg/ok", "/bg/fail", "/bg/down"} {
+		for _, p := range []string{"/bg/ok", "/bg/fail", "/bg/down", "/re/cap"} {
 			out = append(out, get(p))
 		}
 		time.Sleep(2100 * time.Millisecond) // all expired
 		// A refresh that cannot connect ends at once: the entry is STALE again.
 		out = append(out, get("/down/x"), get("/down/x"))
+		out = append(out, get("/re/cap"), waitRefresh("/bg/cap", 2))
 		for _, p := range []string{"/bg/ok", "/bg/fail"} {
 			out = append(out, get(p), get(p)) // STALE at once, then UPDATING
 			out = append(out, waitRefresh(p, 2))
