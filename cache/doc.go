@@ -6,7 +6,9 @@
 // # Files
 //
 // One file per key, named by the MD5 of the key under the levels' directories, as
-// nginx's: a fixed header (validity, date, offsets), the key, the upstream's
+// nginx's: a fixed header (validity, stale-while-revalidate and stale-if-error
+// seconds, date, offsets; version 1 files, without the stale times, are still
+// read), the key, the upstream's
 // response head, the body. A file is written to a temporary file in PATH while the
 // response streams to the client and renamed into place once it is whole (file.go),
 // so a crash midway never leaves an entry that is served; a file that does not read
@@ -37,9 +39,11 @@
 //
 // Open starts, once per zone and process, a goroutine that first indexes the
 // files already in PATH (nginx's cache loader: a restart or a binary upgrade keeps
-// the cache; temporary files of processes that are gone are removed), then every
-// second removes the entries not used for inactive and, beyond max_size (counted
-// in 4 KiB blocks, as nginx counts), the least recently used ones, unlinking their
-// files after the shard's lock is released (manager.go). A reload's zone of the
-// same name, path, levels and size keeps its index.
+// the cache; temporary files of processes that are gone are removed), then in
+// iterations removes the entries not used for inactive and, beyond max_size
+// (counted in 4 KiB blocks, as nginx counts) or while the file system has less
+// than min_free available (statfs), the least recently used ones, unlinking their
+// files after the shard's lock is released (manager.go). Both pause as nginx's
+// loader_* and manager_* parameters say. A reload's zone of the same name, path,
+// levels and size keeps its index and takes the reload's limits.
 package cache

@@ -21,14 +21,17 @@ import (
 // loop as httpcore/bodyfile.go describes for request bodies: creating the
 // temporary file, the levels' directories and the rename are metadata operations in
 // PATH; writes copy into the page cache; a hit opens the file and reads its head
-// (one pread, from the page cache once it was read or written), and its body goes
-// out with sendfile. Scanning the directory (the loader) and unlinking files (the
+// (one pread, from the page cache once it was read or written; a read shorter
+// than the buffer shows the file whole without an fstat), and its body goes out
+// with sendfile. The proxy keeps the descriptors of files it served (Reread, and
+// State.Gen to know the file is still the entry's). Scanning the directory (the loader) and unlinking files (the
 // manager) run on goroutines of their own, off the loops.
 
 const (
 	magic      = "NPXC"
-	version    = 1
-	headerSize = 48
+	version    = 2
+	headerSize = 56 // version 2's; version 1's files (48, without the stale times) are read too
+	header1    = 48
 	tempPrefix = ".tmp."
 )
 
@@ -40,6 +43,11 @@ type fileHeader struct {
 	BodyLen   int64
 	KeyLen    int
 	HeadLen   int
+	// Cache-Control's stale-while-revalidate and stale-if-error (seconds past
+	// ValidSec), nginx's updating_sec and error_sec.
+	UpdatingSec int64
+	ErrorSec    int64
+	size        int // of the header as read: headerSize, or header1
 }
 
 func (h *fileHeader) encode(b []byte) {
@@ -51,12 +59,27 @@ func (h *fileHeader) encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[28:32], uint32(h.HeadLen))
 	binary.LittleEndian.PutUint64(b[32:40], uint64(h.BodyStart))
 	binary.LittleEndian.PutUint64(b[40:48], uint64(h.BodyLen))
+	binary.LittleEndian.PutUint32(b[48:52], uint32(h.UpdatingSec))
+	binary.LittleEndian.PutUint32(b[52:56], uint32(h.ErrorSec))
 }
 
 var errFormat = errors.New("not a cache file")
 
 func (h *fileHeader) decode(b []byte) error {
-	if len(b) < headerSize || string(b[0:4]) != magic || binary.LittleEndian.Uint32(b[4:8]) != version {
+	if len(b) < header1 || string(b[0:4]) != magic {
+		return errFormat
+	}
+	switch binary.LittleEndian.Uint32(b[4:8]) {
+	case 1:
+		h.size, h.UpdatingSec, h.ErrorSec = header1, 0, 0
+	case version:
+		if len(b) < headerSize {
+			return errFormat
+		}
+		h.size = headerSize
+		h.UpdatingSec = int64(binary.LittleEndian.Uint32(b[48:52]))
+		h.ErrorSec = int64(binary.LittleEndian.Uint32(b[52:56]))
+	default:
 		return errFormat
 	}
 	h.ValidSec = int64(binary.LittleEndian.Uint64(b[8:16]))
@@ -65,10 +88,18 @@ func (h *fileHeader) decode(b []byte) error {
 	h.HeadLen = int(binary.LittleEndian.Uint32(b[28:32]))
 	h.BodyStart = int64(binary.LittleEndian.Uint64(b[32:40]))
 	h.BodyLen = int64(binary.LittleEndian.Uint64(b[40:48]))
-	if h.BodyStart != int64(headerSize+h.KeyLen+1+h.HeadLen) || h.BodyLen < 0 {
+	if h.BodyStart != int64(h.size+h.KeyLen+1+h.HeadLen) || h.BodyLen < 0 {
 		return errFormat
 	}
 	return nil
+}
+
+// Validity is how long an entry is fresh, and how long past that it may stand in
+// (Cache-Control's stale-while-revalidate and stale-if-error).
+type Validity struct {
+	ValidSec    int64 // fresh until (unix seconds)
+	UpdatingSec int64 // stale-while-revalidate's seconds
+	ErrorSec    int64 // stale-if-error's seconds
 }
 
 // Writer writes one entry's file as the response arrives.
@@ -83,7 +114,7 @@ type Writer struct {
 }
 
 // Create starts the file of key k (text: the key itself) with the response head.
-func (z *Zone) Create(w *Writer, k Key, text, head []byte, validSec, date int64) error {
+func (z *Zone) Create(w *Writer, k Key, text, head []byte, v Validity, date int64) error {
 	*w = Writer{z: z, key: k}
 	name := z.tempName(os.Getpid())
 	fd, err := unix.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
@@ -91,7 +122,8 @@ func (z *Zone) Create(w *Writer, k Key, text, head []byte, validSec, date int64)
 		return fmt.Errorf("open() %q failed: %w", name, err)
 	}
 	w.fd, w.open, w.tmp = fd, true, name
-	w.hdr = fileHeader{ValidSec: validSec, Date: date, KeyLen: len(text), HeadLen: len(head)}
+	w.hdr = fileHeader{ValidSec: v.ValidSec, Date: date, KeyLen: len(text), HeadLen: len(head),
+		UpdatingSec: v.UpdatingSec, ErrorSec: v.ErrorSec}
 	w.hdr.BodyStart = int64(headerSize + len(text) + 1 + len(head))
 	var hb [headerSize]byte
 	w.hdr.encode(hb[:])
@@ -155,7 +187,7 @@ func (w *Writer) Commit(now int64) error {
 		w.z.Unlock(w.key)
 		return fmt.Errorf("rename() %q to %q failed: %w", w.tmp, path, err)
 	}
-	w.z.stored(w.key, w.hdr.ValidSec, w.off, now)
+	w.z.stored(w.key, &w.hdr, w.off, now)
 	return nil
 }
 
@@ -215,6 +247,10 @@ func (z *Zone) Open(k Key, text, path, buf []byte) (Entry, []byte, error) {
 	return e, path, err
 }
 
+// Reread reads the head of an entry's file again from fd, which Open opened and
+// the caller kept (it is not closed on an error), with the same checks.
+func Reread(fd int, text, buf []byte) (Entry, error) { return readEntry(fd, text, buf) }
+
 func readEntry(fd int, text, buf []byte) (Entry, error) {
 	n, err := unix.Pread(fd, buf, 0)
 	if err != nil {
@@ -227,14 +263,23 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 	if int64(len(buf)) < h.BodyStart {
 		return Entry{}, &ErrShort{Needed: int(h.BodyStart)}
 	}
-	if int64(n) < h.BodyStart || !bytes.Equal(buf[headerSize:headerSize+h.KeyLen], text) {
+	if int64(n) < h.BodyStart || !bytes.Equal(buf[h.size:h.size+h.KeyLen], text) {
 		return Entry{}, errFormat
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Size != h.BodyStart+h.BodyLen {
+	// The file must be whole (not cut short by a crash, a full disk or another
+	// process): a read shorter than buf ended at its end, else fstat tells.
+	size := int64(n)
+	if n == len(buf) {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return Entry{}, errFormat
+		}
+		size = st.Size
+	}
+	if size != h.BodyStart+h.BodyLen {
 		return Entry{}, errFormat
 	}
-	return Entry{Fd: fd, Head: buf[headerSize+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
+	return Entry{Fd: fd, Head: buf[h.size+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
 }
 
 // atFDCWD is AT_FDCWD as the system call takes it.
@@ -257,7 +302,7 @@ func (z *Zone) Revalidate(k Key, validSec int64, now int64) error {
 	s := z.shardOf(k)
 	s.mu.Lock()
 	if n := s.get(k); n != nil {
-		n.validSec, n.updating = validSec, false
+		n.validSec, n.updating, n.gen = validSec, false, z.gens.Add(1)
 	}
 	s.mu.Unlock()
 	return nil

@@ -32,6 +32,9 @@ type Zone struct {
 	size       atomic.Int64 // bytes of the entries' files
 	loaded     atomic.Bool  // the loader is done
 	tmpSerial  atomic.Uint64
+	gens       atomic.Uint64 // the last generation given to an entry's file
+
+	params atomic.Pointer[Config] // the manager's and loader's limits (a reload's)
 
 	delMu   sync.Mutex
 	deletes []Key // evicted entries whose files the manager unlinks
@@ -55,6 +58,9 @@ type node struct {
 	updatingSince int64  // unix nanoseconds
 	lastAccess    int64  // unix nanoseconds
 	vary          []byte // the Vary of the key's responses: its entries are variants
+	gen           uint64 // the file's generation: a new one for each file stored, or header rewritten
+	updatingSec   int64  // stale-while-revalidate's seconds past validSec
+	errorSec      int64  // stale-if-error's
 }
 
 // State is a copy of an entry's state, taken under its shard's lock.
@@ -67,11 +73,19 @@ type State struct {
 	// Vary is the Vary the key's responses came with: the entries are stored under
 	// variant keys (VariantOf). Valid until the next call on the zone's key.
 	Vary []byte
+	// Gen names the file the zone knows for the key (with Exists): a descriptor
+	// opened for the same Gen reads that file (a file stored anew, or revalidated,
+	// has another).
+	Gen uint64
+	// The seconds past ValidSec the expired entry may stand in while it is fetched
+	// anew (stale-while-revalidate), and for an upstream's error (stale-if-error).
+	UpdatingSec, ErrorSec int64
 }
 
 func newZone(c Config) *Zone {
 	z := &Zone{Config: c, stop: make(chan struct{})}
 	z.maxEntries = max(int(c.KeysSize/entryCost/shards), 1)
+	z.setParams(c)
 	for i := range z.shard {
 		z.shard[i].m = map[Key]*list.Element{}
 	}
@@ -91,7 +105,8 @@ func (z *Zone) Acquire(k Key, now int64) State {
 	}
 	n.uses++
 	n.lastAccess = now
-	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince, Vary: n.vary}
+	st := State{Uses: n.uses, Exists: n.exists, ValidSec: n.validSec, Updating: n.updating, UpdatingSince: n.updatingSince, Vary: n.vary, Gen: n.gen,
+		UpdatingSec: n.updatingSec, ErrorSec: n.errorSec}
 	s.mu.Unlock()
 	return st
 }
@@ -165,7 +180,7 @@ func (z *Zone) Unlock(k Key) {
 }
 
 // stored records the file of k, complete on disk, and ends its fetch.
-func (z *Zone) stored(k Key, validSec, size int64, now int64) {
+func (z *Zone) stored(k Key, h *fileHeader, size int64, now int64) {
 	s := z.shardOf(k)
 	s.mu.Lock()
 	n := s.get(k)
@@ -177,7 +192,9 @@ func (z *Zone) stored(k Key, validSec, size int64, now int64) {
 		z.size.Add(-n.size)
 	}
 	size = blocks(size)
-	n.exists, n.validSec, n.size, n.updating = true, validSec, size, false
+	n.exists, n.validSec, n.size, n.updating = true, h.ValidSec, size, false
+	n.updatingSec, n.errorSec = h.UpdatingSec, h.ErrorSec
+	n.gen = z.gens.Add(1)
 	z.size.Add(size)
 	s.mu.Unlock()
 }

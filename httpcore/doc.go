@@ -64,6 +64,10 @@
 // content handler's variables are valid, Done its end. A client that closes
 // cancels the subrequests of its request. A request that starts none pays
 // nothing, and the subrequest connections are reused by the worker.
+// StartBackground is nginx's background subrequest (proxy_cache_background_update):
+// a clone of the request in its location, started at the content phase with a
+// copy of the head, that belongs to no client connection, so it runs on the loop
+// after the request and its connection are gone.
 //
 // # Filters
 //

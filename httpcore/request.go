@@ -118,6 +118,9 @@ func (r *Request) Head() *http1.Request { return &r.req }
 func (r *Request) RawHead() []byte {
 	c := r.c
 	if c.sub != nil {
+		if c.sub.main == nil {
+			return c.sub.head // a background request's copy
+		}
 		return c.sub.main.RawHead()
 	}
 	if c.headLen > 0 && c.headLen <= len(c.in) {

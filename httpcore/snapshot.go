@@ -22,6 +22,7 @@ type Snapshot struct {
 	// core's own steps are entries without a handler.
 	engine       []phaseHandler
 	serverIndex  int // the first entry of the server rewrite phase
+	contentIndex int // the content phase's step (a background request starts there)
 	rewriteIndex int // the first entry of the location rewrite phase
 	logHandlers  []Handler
 	topHeader    HeaderFilter
@@ -103,6 +104,7 @@ func (s *Snapshot) buildEngine(setup *Setup) {
 		case PostRewritePhase:
 			s.engine = append(s.engine, phaseHandler{phase: p, step: stepPostRewrite})
 		case ContentPhase:
+			s.contentIndex = len(s.engine)
 			s.engine = append(s.engine, phaseHandler{phase: p, step: stepContent})
 		}
 		for _, h := range setup.phases[p] {

@@ -24,10 +24,11 @@ import (
 // subState is what makes a connection a subrequest's.
 type subState struct {
 	parent   *Request
-	main     *conn // the client connection
+	main     *conn // the client connection; nil for a background request
 	hooks    SubrequestHooks
 	canceled bool
 	sock     subSocket
+	head     []byte // pooled: a background request's copy of the client's head
 }
 
 // takeSubConn is a subrequest connection from the worker's free list (they are
@@ -64,18 +65,64 @@ type SubrequestHooks struct {
 // the subrequests of a client connection that closes.
 func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	c := r.c
+	sr := r.newSub(h, false)
+	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
+	sr.uriBuf = append(c.conn.Loop().Pool().Get(len(uri) + 1)[:0], uri...)
+	sr.args, sr.uriChanged = sr.args[:0], true
+	sr.c.sub.main.subs = append(sr.c.sub.main.subs, sr.c)
+	sr.phase = r.snap.serverIndex
+	sr.RunPhases()
+	return sr
+}
+
+// StartBackground runs r's content handler again in a request of its own that
+// outlives r and its client connection (nginx's background subrequest, a clone
+// of r in its location, for proxy_cache_background_update): the same URI,
+// arguments, location and head (a copy of it), no body, what it would send
+// dropped; h.Done hears of its end. The client's going does not cancel it; the
+// content handler of a background request must bound its own run (the proxy's
+// timeouts do).
+func (r *Request) StartBackground(h SubrequestHooks) *Request {
+	c := r.c
+	sr := r.newSub(h, true)
+	sc, st := sr.c, sr.c.sub
+	pool := c.conn.Loop().Pool()
+	raw := r.RawHead()
+	st.head = append(pool.Get(len(raw))[:0], raw...)
+	sr.req = r.req // its limits and name rules
+	sr.req.Reset()
+	sr.req.Parse(st.head) // parsed before, parsed again the same
+	sr.uriBuf = append(pool.Get(len(r.uriBuf) + 1)[:0], r.uriBuf...)
+	args, _ := r.Args()
+	sr.args, sr.uriChanged = append(sr.args[:0], args...), true
+	sr.loc, sr.prefix, sc.lcf = r.loc, r.prefix, c.lcf
+	sr.redirects = r.redirects
+	// The location's regex captures, as nginx's clone takes them ($1 in proxy_pass).
+	sr.caps, sr.capData, sr.ncaps = append(sr.caps[:0], r.caps...), append(sr.capData[:0], r.capData...), r.ncaps
+	sr.phase = r.snap.contentIndex
+	sr.RunPhases()
+	return sr
+}
+
+// newSub takes a subrequest connection and request for r; background: one that
+// does not belong to r's client connection.
+func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
+	c := r.c
 	sc := c.w.takeSubConn()
 	st := sc.sub
 	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests,
 		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
-	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{main: c.conn}}
+	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{loop: c.conn.Loop(), fd: c.conn.Fd(),
+		local: c.conn.LocalAddr(), remote: c.conn.RemoteAddr()}}
 	sc.conn = &st.sock
 	if c.sub != nil {
 		st.main = c.sub.main
 	}
+	if background {
+		st.parent, st.main, st.sock.fd = nil, nil, -1
+	}
 	sc.takeRequest()
 	sr := sc.Request
-	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
 	sr.snap, sr.srv, sr.loc, sr.prefix = r.snap, r.srv, nil, ""
 	sr.started = time.Now()
 	sr.c.w.seq++
@@ -90,16 +137,14 @@ func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	sr.remote, sr.remoteSet, sr.accessCode = r.remote, r.remoteSet, 0
 	sr.pending = nil
 	sr.resetVars()
-	sr.uriBuf = append(c.conn.Loop().Pool().Get(len(uri) + 1)[:0], uri...)
-	sr.args, sr.uriChanged = sr.args[:0], true
-	sc.sub.main.subs = append(sc.sub.main.subs, sc)
-	sr.phase = r.snap.serverIndex
-	sr.RunPhases()
 	return sr
 }
 
 // IsSubrequest reports a subrequest.
 func (r *Request) IsSubrequest() bool { return r.c.sub != nil }
+
+// IsBackground reports a request of StartBackground.
+func (r *Request) IsBackground() bool { return r.c.sub != nil && r.c.sub.main == nil }
 
 // Parent is the request a subrequest runs for, nil for a client's request.
 func (r *Request) Parent() *Request {
@@ -136,11 +181,15 @@ func (c *conn) endSub() {
 	}
 	c.releaseBodyBuf()
 	c.giveRequest()
-	m := s.main
-	for i, sc := range m.subs {
-		if sc == c {
-			m.subs = append(m.subs[:i], m.subs[i+1:]...)
-			break
+	if s.head != nil {
+		c.conn.Loop().Pool().Put(s.head[:cap(s.head)])
+	}
+	if m := s.main; m != nil {
+		for i, sc := range m.subs {
+			if sc == c {
+				m.subs = append(m.subs[:i], m.subs[i+1:]...)
+				break
+			}
 		}
 	}
 	done := s.hooks.Done
@@ -167,9 +216,13 @@ func (c *conn) keepSubsInStep() {
 }
 
 // subSocket is a subrequest's connection: it drops what is written and does
-// nothing a socket does; the client's connection gives the loop, descriptor and
-// addresses.
-type subSocket struct{ main eventloop.Conn }
+// nothing a socket does; the client's connection gave the loop, descriptor and
+// addresses (a background request's descriptor is -1: the client's may be gone).
+type subSocket struct {
+	loop          *eventloop.Loop
+	fd            int
+	local, remote netip.AddrPort
+}
 
 func (s *subSocket) Write(p []byte) (int, error) { return len(p), nil }
 func (s *subSocket) Writev(bufs [][]byte) (int, error) {
@@ -193,9 +246,9 @@ func (s *subSocket) SetWriteWatermarks(high, low int)     {}
 func (s *subSocket) SetResetOnWriteTimeout(on bool)       {}
 func (s *subSocket) Reset()                               {}
 func (s *subSocket) SetRateLimit(rate, after int64)       {}
-func (s *subSocket) Fd() int                              { return s.main.Fd() }
-func (s *subSocket) LocalAddr() netip.AddrPort            { return s.main.LocalAddr() }
-func (s *subSocket) RemoteAddr() netip.AddrPort           { return s.main.RemoteAddr() }
+func (s *subSocket) Fd() int                              { return s.fd }
+func (s *subSocket) LocalAddr() netip.AddrPort            { return s.local }
+func (s *subSocket) RemoteAddr() netip.AddrPort           { return s.remote }
 func (s *subSocket) Context() any                         { return nil }
 func (s *subSocket) SetContext(v any)                     {}
-func (s *subSocket) Loop() *eventloop.Loop                { return s.main.Loop() }
+func (s *subSocket) Loop() *eventloop.Loop                { return s.loop }

@@ -397,3 +397,283 @@ func TestCacheExpiryAgainstNginx(t *testing.T) {
 	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
 	compareSeries(t, ours, theirs)
 }
+
+// TestCacheBackgroundUpdateAgainstNginx: with proxy_cache_background_update and
+// use_stale updating, the request that finds the entry expired is answered with
+// it at once (STALE) while a background request, which outlives it and its
+// connection, fetches it anew from a slow upstream; a request meanwhile gets it
+// UPDATING; once the refresh is done the new response is a HIT, after exactly one
+// upstream request. A refresh that fails leaves the expired entry, which the next
+// request gets STALE again with a refresh of its own. Compared with nginx; every
+// request on a connection of its own (nginx holds a keep-alive connection's next
+// request until its background request ends).
+func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
+	const slow = 1500 * time.Millisecond
+	conf := func(addr, up, down string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        proxy_cache z;
+        proxy_cache_use_stale updating;
+        proxy_cache_background_update on;
+        proxy_cache_key $uri;
+        location / { proxy_pass http://%s; }
+        # The same entry as /bg/down, refreshed from an upstream that refuses.
+        location /down/ { proxy_pass http://%s; proxy_cache_key /bg/down; }
+        # The refresh asks for the same URI: the location's capture included.
+        location ~ ^/re/(.*)$ { proxy_pass http://%s/bg/$1; }
+    }
+`, addr, up, down, up)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		var mu sync.Mutex
+		begun, ended := map[string]int{}, map[string]int{}
+		counts := func(p string) (int, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return begun[p], ended[p]
+		}
+		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			p := r.URL.Path
+			mu.Lock()
+			begun[p]++
+			n := begun[p]
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				ended[p]++
+				mu.Unlock()
+			}()
+			status := 200
+			if n > 1 {
+				time.Sleep(slow) // the refreshes are slow
+				if strings.HasSuffix(p, "/fail") {
+					status = 500
+				}
+			}
+			if status == 200 {
+				w.Header().Set("Cache-Control", "max-age=1") // a 500 is not stored
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "%s version %d", p, n)
+		})
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr, addrFor(t)))
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		get := func(p string) string {
+			resp, err := c.Get("http://" + addr + p)
+			if err != nil {
+				t.Fatalf("GET %s: %v", p, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_, ended := counts(p)
+			return fmt.Sprintf("GET %s: %d %s %q (upstream answers so far: %d)", p, resp.StatusCode, resp.Header.Get("X-Cache"), body, ended)
+		}
+		// waitRefresh waits for the upstream to have answered n requests of p.
+		waitRefresh := func(p string, n int) string {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, e := counts(p); e >= n {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // the proxy stores it
+			b, e := counts(p)
+			return fmt.Sprintf("%s: upstream asked %d, answered %d", p, b, e)
+		}
+		var out []string
+		for _, p := range []string{"/bg/ok", "/bg/fail", "/bg/down", "/re/cap"} {
+			out = append(out, get(p))
+		}
+		time.Sleep(2100 * time.Millisecond) // all expired
+		// A refresh that cannot connect ends at once: the entry is STALE again.
+		out = append(out, get("/down/x"), get("/down/x"))
+		out = append(out, get("/re/cap"), waitRefresh("/bg/cap", 2))
+		for _, p := range []string{"/bg/ok", "/bg/fail"} {
+			out = append(out, get(p), get(p)) // STALE at once, then UPDATING
+			out = append(out, waitRefresh(p, 2))
+			out = append(out, get(p))
+		}
+		out = append(out, waitRefresh("/bg/fail", 3), get("/bg/ok"))
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
+}
+
+// TestCacheHitKeepsDescriptor: a loop keeps the descriptor of a cache file its
+// hit opened, so the next hits read it without looking the name up (shown by
+// unlinking the file: still a HIT, where opening it by name would be a MISS); a
+// response stored anew is a file of another generation, served at once; a
+// descriptor not used for about five seconds is closed (the unlinked file is
+// released).
+func TestCacheHitKeepsDescriptor(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		v := n
+		mu.Unlock()
+		fmt.Fprintf(w, "version %d", v)
+	})
+	addr := addrFor(t)
+	in := startHTTP(t, fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        location / { proxy_pass http://%s; proxy_cache z; proxy_cache_valid 200 1h; proxy_cache_bypass $http_x_bypass; }
+    }
+`, addr, up.Addr), addr)
+	c := &http.Client{Timeout: 10 * time.Second}
+	get := func(hdr ...string) string {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/a", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("X-Cache") + " " + string(body)
+	}
+	cacheFiles := func() []string {
+		var files []string
+		filepath.WalkDir(filepath.Join(in.dir, "cache"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		return files
+	}
+	var got []string
+	got = append(got, get(), get())
+	files := cacheFiles()
+	if len(files) != 1 {
+		t.Fatalf("cache files: %v", files)
+	}
+	os.Remove(files[0])
+	got = append(got, get(), get("X-Bypass", "1"), get())
+	want := []string{"MISS version 1", "HIT version 1", "HIT version 1", "BYPASS version 2", "HIT version 2"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The descriptor of the unlinked file went with its replacement; the new one,
+	// unused, is closed after about five seconds.
+	held := func() []string {
+		var open []string
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", in.cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", in.cmd.Process.Pid, fd.Name())); err == nil && strings.Contains(l, "/cache/") {
+				open = append(open, l)
+			}
+		}
+		return open
+	}
+	if h := held(); len(h) != 1 || strings.Contains(h[0], "deleted") {
+		t.Errorf("cache files held open after the hits: %v, want the new one", h)
+	}
+	waitFor(t, "the idle descriptor closed", 15*time.Second, func() bool { return len(held()) == 0 })
+}
+
+// TestCacheStaleExtensionsAgainstNginx: Cache-Control's stale-while-revalidate
+// lets an expired entry stand in while it is fetched anew (in the background with
+// proxy_cache_background_update) and stale-if-error for an upstream's error or
+// 5xx, without proxy_cache_use_stale; past their seconds, or without them, the
+// error goes to the client. Compared with nginx.
+func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
+	conf := func(addr, up, down string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        add_header X-Cache $upstream_cache_status always;
+        proxy_cache z;
+        proxy_cache_key $uri;
+        location / { proxy_pass http://%s; proxy_cache_background_update on; }
+        location /fg/ { proxy_pass http://%s; }
+        location /down/ { proxy_pass http://%s; proxy_cache_key /sie; }
+        location /down2/ { proxy_pass http://%s; proxy_cache_key /plain; }
+    }
+`, addr, up, up, down, down)
+	}
+	run := func(start func(addr, cfg string)) []string {
+		var mu sync.Mutex
+		begun, ended := map[string]int{}, map[string]int{}
+		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			p := r.URL.Path
+			mu.Lock()
+			begun[p]++
+			n := begun[p]
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				ended[p]++
+				mu.Unlock()
+			}()
+			cc := map[string]string{"/swr": "max-age=1, stale-while-revalidate=30", "/fg/swr": "max-age=1, stale-while-revalidate=30",
+				"/sie": "max-age=1, stale-if-error=30", "/plain": "max-age=1", "/short": "max-age=1, stale-if-error=1"}[p]
+			status := 200
+			if n > 1 {
+				if strings.HasSuffix(p, "swr") {
+					time.Sleep(time.Second)
+				} else {
+					status, cc = 500, ""
+				}
+			}
+			if cc != "" {
+				w.Header().Set("Cache-Control", cc)
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "%s version %d", p, n)
+		})
+		counts := func(p string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return ended[p]
+		}
+		addr := addrFor(t)
+		start(addr, conf(addr, up.Addr, addrFor(t)))
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		get := func(p, key string) string {
+			resp, err := c.Get("http://" + addr + p)
+			if err != nil {
+				t.Fatalf("GET %s: %v", p, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = serverSignature.ReplaceAll(body, []byte("SERVER"))
+			if resp.StatusCode >= 500 {
+				body = nil // error pages differ
+			}
+			return fmt.Sprintf("GET %s: %d %s %q (upstream answers so far: %d)", p, resp.StatusCode, resp.Header.Get("X-Cache"), body, counts(key))
+		}
+		var out []string
+		for _, p := range []string{"/swr", "/fg/swr", "/sie", "/plain", "/short"} {
+			out = append(out, get(p, p))
+		}
+		time.Sleep(2100 * time.Millisecond) // all expired; /short's stale-if-error=1 is over
+		out = append(out,
+			get("/swr", "/swr"), get("/swr", "/swr"), // STALE at once with a background update, then UPDATING
+			get("/fg/swr", "/fg/swr"),                   // without background update: the request itself fetches it
+			get("/sie", "/sie"), get("/down/x", "/sie"), // a 500 and a refused connection: STALE
+			get("/plain", "/plain"), get("/down2/x", "/plain"), get("/short", "/short"), // no stale: the error
+		)
+		for deadline := time.Now().Add(10 * time.Second); counts("/swr") < 2 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		out = append(out, get("/swr", "/swr"))
+		return out
+	}
+	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
+	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
+	compareSeries(t, ours, theirs)
+}

@@ -23,7 +23,11 @@ import (
 // entry's temporary file as it streams to the client, then renamed into place when
 // it is whole. An expired entry may stand in for a failed upstream
 // (proxy_cache_use_stale). proxy_cache_lock makes the other requests for a new
-// entry wait, polling the zone every lockPoll, as nginx polls every 500 ms.
+// entry wait, polling the zone every lockPoll, as nginx polls every 500 ms. With
+// proxy_cache_background_update the request that takes an expired entry's
+// updating flag answers with the entry (STALE) and hands the flag to a background
+// request (httpcore's StartBackground) that fetches it as a miss would; an error
+// leaves the expired entry and ends the flag.
 
 // cacheStatus is $upstream_cache_status.
 type cacheStatus uint8
@@ -58,6 +62,7 @@ type cacheCtx struct {
 	store       bool // the response may be stored
 	locked      bool // the request holds the entry's updating flag
 	stale       bool // an expired file exists
+	staleError  bool // its stale-if-error (or stale-while-revalidate) covers now
 	convertHead bool // a HEAD request goes upstream as GET
 	// proxy_cache_revalidate: the expired entry's validators, sent upstream, and
 	// its status.
@@ -65,6 +70,7 @@ type cacheCtx struct {
 	lastModified []byte
 	etag         []byte
 	storedStatus int
+	gen          uint64 // the entry's file generation the lookup saw; 0: open it by name
 	waitUntil    time.Time
 	timer        eventloop.Timer
 	timerInit    bool
@@ -98,12 +104,25 @@ func (ex *exchange) cacheStart() bool {
 	}
 	c.started = r.Started()
 	c.ex, c.zone, c.status, c.store, c.locked, c.stale = ex, cc.Zone.target.zone, csNone, false, false, false
+	c.staleError = false
 	c.revalidate = false
 	c.waitUntil = time.Time{}
 	c.convertHead = bit == cacheHEAD && cc.ConvertHead
 	k := cc.Key
 	if k == nil {
 		k = ex.snapState().cacheKey
+	}
+	if from := ex.st.bgFrom; from != nil && r.IsBackground() {
+		// The background update of an expired entry: the key and its updating flag
+		// are the request's that started it; it goes upstream and stores as a miss.
+		ex.st.bgFrom = nil
+		c.text = append(c.text[:0], from.text...)
+		c.main, c.key = from.main, from.key
+		c.locked, c.stale, c.status, c.store = true, true, csExpired, !ex.conditions(cc.NoCache)
+		if cc.Revalidate {
+			ex.loadValidators()
+		}
+		return false
 	}
 	c.text = k.Append(c.text[:0], r)
 	c.main = cache.KeyOf(c.text)
@@ -139,6 +158,7 @@ func (ex *exchange) cacheLookup() bool {
 		c.key, c.variant = cache.VariantOf(c.main, st.Vary, c.variant, ex.requestFields)
 		st = c.zone.Acquire(c.key, now.UnixNano())
 	}
+	c.gen = st.Gen
 	noStore := ex.conditions(cc.NoCache)
 	lockAge := int64(1 << 62) // an expired entry's fetch holds it until it ends
 	if cc.Lock {
@@ -151,9 +171,16 @@ func (ex *exchange) cacheLookup() bool {
 			}
 		} else {
 			c.stale = true
+			// Cache-Control's stale-while-revalidate and stale-if-error of the
+			// stored response stand for use_stale updating and for any error.
+			updating := cc.UseStale&UseStaleUpdating != 0 || st.ValidSec+st.UpdatingSec >= now.Unix()
+			c.staleError = st.ValidSec+st.ErrorSec >= now.Unix()
 			if c.zone.Lock(c.key, now.UnixNano(), lockAge) {
 				c.locked = true
-			} else if cc.UseStale&UseStaleUpdating != 0 && ex.serveCached(csUpdating) {
+				if cc.BackgroundUpdate && updating && ex.backgroundUpdate() && ex.serveCached(csStale) {
+					return true
+				}
+			} else if updating && ex.serveCached(csUpdating) {
 				return true
 			}
 			c.status, c.store = csExpired, !noStore
@@ -189,6 +216,25 @@ func (ex *exchange) cacheLookup() bool {
 	return true
 }
 
+// backgroundUpdate starts the background request that fetches the expired entry
+// the request holds the updating flag of, and hands the flag to it (nginx's
+// ngx_http_upstream_cache_background_update). It has no body: a request with one
+// goes upstream itself.
+func (ex *exchange) backgroundUpdate() bool {
+	r := ex.r
+	if r.IsSubrequest() || !r.AsGET() && r.Head().Framing() != http1.BodyNone {
+		return false
+	}
+	ex.st.bgFrom = ex.ck
+	r.StartBackground(httpcore.SubrequestHooks{})
+	took := ex.st.bgFrom == nil
+	ex.st.bgFrom = nil
+	if took {
+		ex.ck.locked = false // the background request's now; it ends it
+	}
+	return took
+}
+
 // lockWait looks at the entry again for a request waiting on proxy_cache_lock.
 func (c *cacheCtx) lockWait(*eventloop.Timer) {
 	ex := c.ex
@@ -207,19 +253,18 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	pool := ex.st.pool()
 	ex.releaseResponseBuffer()
 	buf := pool.Get(4096)
-	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
-	c.path = path[:0]
+	e, err := ex.openEntry(buf)
 	if short, ok := err.(*cache.ErrShort); ok {
 		pool.Put(buf)
 		buf = pool.Get(short.Needed)
-		e, path, err = c.zone.Open(c.key, c.text, c.path, buf)
-		c.path = path[:0]
+		e, err = ex.openEntry(buf)
 	}
 	if err != nil {
 		pool.Put(buf)
 		if !errors.Is(err, unix.ENOENT) {
 			ex.st.log.Error("cache file cannot be read: "+err.Error(), "path", string(c.zone.Path(nil, c.key)))
 		}
+		ex.st.hits.drop(c.zone, c.key)
 		c.zone.Remove(c.key)
 		return false
 	}
@@ -228,7 +273,8 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	ex.resp.HeadRequest = r.IsHEAD()
 	ex.resp.Limits = http1.Limits{MaxLineSize: len(e.Head) + 1, MaxHeadSize: len(e.Head) + 1}
 	if _, err := ex.resp.Parse(e.Head); err != nil {
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
+		ex.st.hits.drop(c.zone, c.key)
 		ex.releaseResponseBuffer()
 		c.zone.Remove(c.key)
 		return false
@@ -247,12 +293,12 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		h.Status, h.Reason = 304, nil
 		r.SendHeader()
 		r.SendBody(nil, true)
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
 		ex.end()
 		r.Finish()
 		return true
 	case 412:
-		unix.Close(e.Fd)
+		ex.closeEntry(e.Fd)
 		ex.end()
 		r.SendStatus(412)
 		return true
@@ -290,10 +336,37 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	default:
 		r.SendBody(nil, true)
 	}
-	unix.Close(e.Fd)
+	ex.closeEntry(e.Fd)
 	ex.end()
 	r.Finish()
 	return true
+}
+
+// openEntry opens the entry's file and reads its head into buf, with the
+// descriptor the loop kept for the same file when there is one (hitfiles.go); a
+// descriptor it opens is kept. An ErrShort leaves it kept.
+func (ex *exchange) openEntry(buf []byte) (cache.Entry, error) {
+	c, h := ex.ck, &ex.st.hits
+	now := time.Now().UnixNano()
+	if c.gen != 0 {
+		if fd := h.get(c.zone, c.key, c.gen, now); fd >= 0 {
+			return cache.Reread(fd, c.text, buf)
+		}
+	}
+	e, path, err := c.zone.Open(c.key, c.text, c.path, buf)
+	c.path = path[:0]
+	if err == nil && c.gen != 0 {
+		h.put(ex.st.w.Loop(), c.zone, c.key, c.gen, e.Fd, now)
+	}
+	return e, err
+}
+
+// closeEntry closes the descriptor of a served entry unless the loop keeps it.
+func (ex *exchange) closeEntry(fd int) {
+	c := ex.ck
+	if c.gen == 0 || ex.st.hits.get(c.zone, c.key, c.gen, 0) != fd {
+		unix.Close(fd)
+	}
 }
 
 // loadValidators reads the expired entry's Last-Modified and ETag for a
@@ -350,15 +423,16 @@ func (ex *exchange) appendValidators(h []byte) []byte {
 func (ex *exchange) revalidated(headLen int) bool {
 	c := ex.ck
 	now := time.Now()
-	valid, ok := ex.cacheValidity(c.storedStatus, now)
+	v, ok := ex.cacheValidity(c.storedStatus, now)
 	if !ok {
 		return false
 	}
-	if err := c.zone.Revalidate(c.key, valid, now.UnixNano()); err != nil {
+	if err := c.zone.Revalidate(c.key, v.ValidSec, now.UnixNano()); err != nil {
 		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
 		return false
 	}
 	c.locked = false
+	c.gen = 0 // its header was rewritten: a descriptor kept is not this generation's
 	ex.bal.Done(ex.peer, now, false)
 	ex.keepClean(headLen)
 	ex.dropConn()
@@ -366,10 +440,10 @@ func (ex *exchange) revalidated(headLen int) bool {
 }
 
 // staleFor answers a failure of kind cond with the expired entry when
-// proxy_cache_use_stale allows it.
+// proxy_cache_use_stale allows it, or the entry's stale-if-error.
 func (ex *exchange) staleFor(cond NextUpstream) bool {
 	c := ex.ck
-	if c == nil || c.zone == nil || !c.stale || ex.lc.Cache.UseStale&cond == 0 || ex.r.HeaderSent() {
+	if c == nil || c.zone == nil || !c.stale || ex.lc.Cache.UseStale&cond == 0 && !c.staleError || ex.r.HeaderSent() {
 		return false
 	}
 	if ex.peer != nil && ex.conn != nil {
@@ -377,6 +451,7 @@ func (ex *exchange) staleFor(cond NextUpstream) bool {
 	}
 	ex.dropConn()
 	c.w.Abort()
+	c.gen = 0 // the entry may have changed since the lookup: open it by name
 	return ex.serveCached(csStale)
 }
 
@@ -388,6 +463,8 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 	if c == nil || c.zone == nil {
 		return false
 	}
+	// stale-if-error does not cover an upstream's status (nginx 1.22's
+	// ngx_http_upstream_test_next looks at proxy_cache_use_stale only).
 	if cond := ex.lc.Cache.UseStale.ForStatus(code); cond != 0 && ex.staleFor(cond) {
 		return true
 	}
@@ -398,7 +475,7 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 		return false
 	}
 	now := time.Now()
-	valid, ok := ex.cacheValidity(code, now)
+	v, ok := ex.cacheValidity(code, now)
 	if !ok {
 		return false
 	}
@@ -423,18 +500,19 @@ func (ex *exchange) cacheResponse(code, headLen int) bool {
 		}
 		c.key = key
 	}
-	if err := c.zone.Create(&c.w, c.key, c.text, ex.rbuf[:headLen], valid, now.Unix()); err != nil {
+	if err := c.zone.Create(&c.w, c.key, c.text, ex.rbuf[:headLen], v, now.Unix()); err != nil {
 		ex.st.log.Error("cache: "+err.Error(), "path", c.zone.Dir)
 	}
 	return false
 }
 
 // cacheValidity is nginx's reading of the response's caching fields: until when it
-// is fresh, and whether it may be stored at all.
-func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
+// is fresh (and may stand in past that: stale-while-revalidate, stale-if-error),
+// and whether it may be stored at all.
+func (ex *exchange) cacheValidity(code int, now time.Time) (cache.Validity, bool) {
 	lc, h := ex.lc, &ex.resp.Headers
 	ign := lc.IgnoreHeaders
-	var valid int64
+	var valid, updating, errSec int64
 	accel := false
 	for i := 0; i < h.Len(); i++ {
 		name, v := h.Name(i), h.Value(i)
@@ -452,7 +530,7 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 					continue
 				}
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
 			}
@@ -463,18 +541,24 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 			}
 			lv := bytes.ToLower(v)
 			if bytes.Contains(lv, []byte("no-cache")) || bytes.Contains(lv, []byte("no-store")) || bytes.Contains(lv, []byte("private")) {
-				return 0, false
+				return cache.Validity{}, false
 			}
 			if n, ok := directiveSeconds(lv, "s-maxage="); ok {
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
 			} else if n, ok := directiveSeconds(lv, "max-age="); ok {
 				if n == 0 {
-					return 0, false
+					return cache.Validity{}, false
 				}
 				valid = now.Unix() + n
+			}
+			if n, ok := directiveSeconds(lv, "stale-while-revalidate="); ok {
+				updating, errSec = n, n
+			}
+			if n, ok := directiveSeconds(lv, "stale-if-error="); ok {
+				errSec = n
 			}
 		case ign&IgnoreExpires == 0 && http1.EqualFold(name, "expires"):
 			if valid != 0 {
@@ -482,21 +566,21 @@ func (ex *exchange) cacheValidity(code int, now time.Time) (int64, bool) {
 			}
 			t := static.ParseHTTPTime(v)
 			if t < 0 || t <= now.Unix() {
-				return 0, false
+				return cache.Validity{}, false
 			}
 			valid = t
 		case ign&IgnoreSetCookie == 0 && http1.EqualFold(name, "set-cookie"):
-			return 0, false
+			return cache.Validity{}, false
 		}
 	}
 	if valid == 0 {
 		d := lc.Cache.validFor(code)
 		if d == 0 {
-			return 0, false
+			return cache.Validity{}, false
 		}
 		valid = now.Add(d).Unix()
 	}
-	return valid, true
+	return cache.Validity{ValidSec: valid, UpdatingSec: updating, ErrorSec: errSec}, true
 }
 
 // directiveSeconds finds "name=N" in a lower-case Cache-Control value.

@@ -61,3 +61,36 @@ func TestCacheHitAllocs(t *testing.T) {
 		t.Fatalf("%d allocations for %d cache hits", got, 2*n)
 	}
 }
+
+// BenchmarkCacheHit is one keep-alive hit of a small entry through a real loop
+// (the bench's cache-small shape, one request at a time).
+func BenchmarkCacheHit(b *testing.B) {
+	up := rawUpstream(b, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
+	addr := "127.0.0.1:" + strconv.Itoa(freeBenchPort(b))
+	startWorker(b, addr, `
+  proxy_cache_path `+b.TempDir()+` levels=1:2 keys_zone=bench:1m;
+  server {
+    listen `+addr+`;
+    keepalive_requests 1000000000;
+    location /cached/ { proxy_pass http://`+up+`/; proxy_cache bench; proxy_cache_valid 200 1h; }
+  }`)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	k := &keepAliveConn{c: c, buf: make([]byte, 64<<10)}
+	req := []byte("GET /cached/ HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	for i := 0; i < 100; i++ {
+		if st := k.roundTrip(b, req); st != 200 {
+			b.Fatalf("status %d", st)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if st := k.roundTrip(b, req); st != 200 {
+			b.Fatalf("status %d", st)
+		}
+	}
+}

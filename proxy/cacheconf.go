@@ -26,6 +26,9 @@ type CacheConf struct {
 	LockAge     time.Duration
 	ConvertHead bool
 	Revalidate  bool
+	// BackgroundUpdate: with UseStaleUpdating, the request that finds an entry
+	// expired is answered with it and a background request fetches it anew.
+	BackgroundUpdate bool
 }
 
 // UseStaleUpdating is proxy_cache_use_stale's updating, beside the conditions it
@@ -92,6 +95,7 @@ const (
 	bitLockAge
 	bitConvertHead
 	bitRevalidate
+	bitBackgroundUpdate
 )
 
 var cacheInherited = []conf.Inherited[LocConf]{
@@ -108,6 +112,7 @@ var cacheInherited = []conf.Inherited[LocConf]{
 	{Bit: bitLockAge, Take: func(c, p *LocConf) { c.Cache.LockAge = p.Cache.LockAge }},
 	{Bit: bitConvertHead, Take: func(c, p *LocConf) { c.Cache.ConvertHead = p.Cache.ConvertHead }},
 	{Bit: bitRevalidate, Take: func(c, p *LocConf) { c.Cache.Revalidate = p.Cache.Revalidate }},
+	{Bit: bitBackgroundUpdate, Take: func(c, p *LocConf) { c.Cache.BackgroundUpdate = p.Cache.BackgroundUpdate }},
 }
 
 func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *conf.Stmt) error {
@@ -117,8 +122,8 @@ func cacheFlag(field func(*CacheConf) *bool, bit uint64) func(*conf.Cursor, *con
 func cacheDirectives() []conf.Directive {
 	return []conf.Directive{
 		{Name: "proxy_cache_path", Contexts: conf.HTTPCtx, Args: conf.Args2More, Multi: true, Set: setCachePath,
-			Syntax: "proxy_cache_path path [levels=levels] keys_zone=name:size [inactive=time] [max_size=size] [use_temp_path=on|off];",
-			Doc:    "Declares a cache: entries are files under path (levels of 1 or 2 hex digits from the end of the MD5 of the key, as nginx's), written to a temporary file in path and renamed when complete (use_temp_path is accepted; the temporary file is always in path, which keeps the rename on one filesystem). The keys zone indexes them in memory for the whole process (every loop and domain), size bounding the keys (about 8000 per megabyte, least recently used evicted). A loader indexes the files already there at start; a manager removes entries not used for inactive (10m) and the least recently used beyond max_size, both off the event loops. min_free, manager_* and loader_* are refused."},
+			Syntax: "proxy_cache_path path [levels=levels] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time] [use_temp_path=on|off];",
+			Doc:    "Declares a cache: entries are files under path (levels of 1 or 2 hex digits from the end of the MD5 of the key, as nginx's), written to a temporary file in path and renamed when complete (use_temp_path is accepted; the temporary file is always in path, which keeps the rename on one filesystem). The keys zone indexes them in memory for the whole process (every loop and domain), size bounding the keys (about 8000 per megabyte, least recently used evicted). A loader indexes the files already there at start (at once, where nginx waits a minute), at most loader_files (100) files and loader_threshold (200ms) per iteration with a pause of loader_sleep (50ms) between; a manager removes entries not used for inactive (10m), then the least recently used while the cache is beyond max_size or its file system has less than min_free available (statfs), at most manager_files (100) files and manager_threshold (200ms) per iteration with a pause of manager_sleep (50ms) when one reached them, both off the event loops."},
 		{Name: "proxy_cache", Contexts: hsl, Args: conf.Args1, Set: setCache,
 			Syntax: "proxy_cache zone | off;", Default: "off",
 			Doc: "Caches responses in a zone of proxy_cache_path (a zone made of variables is refused). $upstream_cache_status tells MISS, BYPASS, EXPIRED, STALE, UPDATING or HIT."},
@@ -142,7 +147,7 @@ func cacheDirectives() []conf.Directive {
 			Doc:    "A value that is not empty and not \"0\" keeps the response out of the cache."},
 		{Name: "proxy_cache_use_stale", Contexts: hsl, Args: conf.Args1More, Set: setUseStale,
 			Syntax: "proxy_cache_use_stale error | timeout | invalid_header | updating | http_500 | http_502 | http_503 | http_504 | http_403 | http_404 | http_429 | off ...;", Default: "off",
-			Doc: "When an expired entry is served instead (STALE): the upstream failed as proxy_next_upstream's conditions say, or (updating) another request is fetching it (UPDATING)."},
+			Doc: "When an expired entry is served instead (STALE): the upstream failed as proxy_next_upstream's conditions say, or (updating) another request is fetching it (UPDATING). The stored response's Cache-Control stale-while-revalidate=N does what updating does, and stale-if-error=N what error and timeout do (not the statuses, as nginx 1.22), for N seconds past its expiry."},
 		{Name: "proxy_cache_lock", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.Lock }, bitCacheLock),
 			Syntax: "proxy_cache_lock on | off;", Default: "off",
 			Doc: "One request at a time fetches a new entry; the others wait for it (polling every 50 ms) up to proxy_cache_lock_timeout, then go to the upstream without caching."},
@@ -155,21 +160,13 @@ func cacheDirectives() []conf.Directive {
 		{Name: "proxy_cache_convert_head", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.ConvertHead }, bitConvertHead),
 			Syntax: "proxy_cache_convert_head on | off;", Default: "on",
 			Doc: "on: a HEAD request that goes to the upstream for a cached location asks with GET, so that the response can be cached."},
-		{Name: "proxy_cache_background_update", Contexts: hsl, Args: conf.Flag, Set: refuseOn,
-			Syntax: "proxy_cache_background_update off;", Default: "off",
-			Doc: "Only off: numaproxy does not update expired entries in the background yet."},
+		{Name: "proxy_cache_background_update", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.BackgroundUpdate }, bitBackgroundUpdate),
+			Syntax: "proxy_cache_background_update on | off;", Default: "off",
+			Doc: "on, with proxy_cache_use_stale updating: the request that finds its entry expired is answered with it at once (STALE) while a background request, which outlives it and its client, fetches the entry anew and stores it as a miss would (an error leaves the expired entry); the requests meanwhile get it too (UPDATING). The background request has no body: a POST (proxy_cache_methods) goes upstream itself."},
 		{Name: "proxy_cache_revalidate", Contexts: hsl, Args: conf.Flag, Set: cacheFlag(func(c *CacheConf) *bool { return &c.Revalidate }, bitRevalidate),
 			Syntax: "proxy_cache_revalidate on | off;", Default: "off",
 			Doc: "on: an expired entry with Last-Modified or ETag is asked for with If-Modified-Since and If-None-Match; an upstream's 304 makes it fresh again (REVALIDATED) for what the 304's fields or proxy_cache_valid say."},
 	}
-}
-
-// refuseOn takes off and refuses on, for what is not implemented.
-func refuseOn(c *conf.Cursor, s *conf.Stmt) error {
-	if s.Args[0].Value == "on" {
-		return s.Errorf("%q is not supported by numaproxy yet", s.Name)
-	}
-	return nil
 }
 
 func setCachePath(c *conf.Cursor, s *conf.Stmt) error {
@@ -205,6 +202,31 @@ func setCachePath(c *conf.Cursor, s *conf.Stmt) error {
 				return s.InvalidValue(a, "")
 			}
 			z.cfg.MaxSize = n
+		case "min_free":
+			n, err := conf.ParseSize(v)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			z.cfg.MinFree = n
+		case "manager_files", "loader_files":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return s.InvalidValue(a, "")
+			}
+			n = max(n, 1) // 0 pauses after every file, as 1 does
+			if name == "manager_files" {
+				z.cfg.ManagerFiles = n
+			} else {
+				z.cfg.LoaderFiles = n
+			}
+		case "manager_sleep", "manager_threshold", "loader_sleep", "loader_threshold":
+			d, err := conf.ParseTime(v)
+			if err != nil {
+				return s.InvalidValue(a, "")
+			}
+			d = max(d, time.Nanosecond) // 0: no pause, or a pause after every file (cache.Config's zero is nginx's default)
+			*map[string]*time.Duration{"manager_sleep": &z.cfg.ManagerSleep, "manager_threshold": &z.cfg.ManagerThreshold,
+				"loader_sleep": &z.cfg.LoaderSleep, "loader_threshold": &z.cfg.LoaderThreshold}[name] = d
 		case "use_temp_path":
 			if v != "on" && v != "off" {
 				return s.InvalidValue(a, "")

@@ -213,6 +213,11 @@ type loopState struct {
 	overfull  []*upstream.Group              // groups caching more than their keepalive
 	trim      eventloop.Timer                // runs trimIdle
 	trimInit  bool                           // trim is bound to the loop
+	// bgFrom is the cache state of the request starting a background update, for
+	// the background request's content handler to take its key and lock over
+	// (cache.go); set only while StartBackground runs.
+	bgFrom *cacheCtx
+	hits   hitFiles // the cache files' descriptors hits keep (hitfiles.go)
 }
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
