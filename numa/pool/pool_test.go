@@ -663,7 +663,9 @@ func TestEventLoopBorrowsFromTheDomain(t *testing.T) {
 	for _, cs := range s.Classes {
 		gets += cs.Gets
 	}
-	if gets < 2 || s.HeapGets != 0 {
+	// The read buffer at least; the 8 MiB reply queues buffers too unless the
+	// socket took it whole, which a busy machine's scheduling can allow.
+	if gets < 1 || s.HeapGets != 0 {
 		t.Errorf("the loop took %d buffers from the domain, %d from the heap", gets, s.HeapGets)
 	}
 	t.Logf("loop borrowed %d buffers; %+v", gets, s.Classes)
