@@ -36,7 +36,7 @@ func main() {
 	foreignMax := flag.Float64("foreign-max", 0.05, "share of CPU 0 that other processes may use before a run is repeated")
 	retries := flag.Int("retries", -1, "repeats of a run with foreign load on CPU 0 (default 3, 1 with -quick)")
 	proxies := flag.String("proxies", "numaproxy,nginx,haproxy,go-httputil", "proxies to compare, in interleaving order")
-	shapes := flag.String("shapes", "keepalive,log,logbuf,close,large,static-small,static-large,openloop,idle,reload,gzip1,gzip5,limitreq,reqlogic,cache-small,cache-large,locality,tls-hs-ecdsa,tls-hs-rsa,tls-resume,tls-keepalive,tls-large", "shapes to run")
+	shapes := flag.String("shapes", "keepalive,keepalive-64,log,logbuf,close,large,static-small,static-large,openloop,idle,reload,gzip1,gzip5,limitreq,reqlogic,cache-small,cache-large,locality,tls-hs-ecdsa,tls-hs-rsa,tls-resume,tls-keepalive,tls-large", "shapes to run")
 	out := flag.String("out", "", "JSON results file (default integration/bench/results/<date>[-quick].json)")
 	noInstall := flag.Bool("no-install", false, "do not apt-get missing tools")
 	flag.Parse()

@@ -30,6 +30,7 @@ type confData struct {
 	Domains               string // numa_domains argument, "" for none
 	Reload                bool   // the run reloads the proxy (nginx: reuseport; HAProxy: master-worker)
 	AccessLog             string // access_log's arguments for numaproxy and nginx ("off" but in the log shapes)
+	UpstreamKeepalive     int    // the upstream's keepalive for numaproxy and nginx (HAProxy keeps every connection)
 	// TLS shapes: an ECDSA P-256 and an RSA-2048 address ("" in the others).
 	TLSEC, TLSRSA string
 	// NoResume turns session resumption off (tickets and cache): wrk resumes

@@ -93,12 +93,16 @@ type shapeDef struct {
 	// accessLog: access_log's arguments (the file relative to the run's folder);
 	// only the proxies with nginx's log module run the shape.
 	accessLog string
-	tls       bool // TLS listeners (numaproxy, nginx, HAProxy)
-	noResume  bool // with session resumption off
+	// upKeepalive: the upstream block's keepalive (default 32, fewer than the 50
+	// clients of keepalive, so nginx reconnects to the upstream as the load shifts).
+	upKeepalive int
+	tls         bool // TLS listeners (numaproxy, nginx, HAProxy)
+	noResume    bool // with session resumption off
 }
 
 var shapeDefs = []shapeDef{
 	{Name: "keepalive", Title: "keep-alive, ~100-byte response (wrk -t1 -c50)", measure: (*harness).keepAlive},
+	{Name: "keepalive-64", Title: "keep-alive as above, upstream keepalive 64 (more idle connections kept than the 50 clients: no upstream reconnects)", measure: (*harness).keepAlive, upKeepalive: 64},
 	{Name: "log", Title: "keep-alive as above, access_log combined to a file", measure: (*harness).keepAlive, accessLog: "access.log combined"},
 	{Name: "logbuf", Title: "keep-alive as above, access_log combined to a file with buffer=64k", measure: (*harness).keepAlive, accessLog: "access.log combined buffer=64k"},
 	{Name: "close", Title: "new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: (*harness).newConn},
@@ -225,7 +229,10 @@ func (h *harness) runProxy(s shapeDef, name string, rep int) runResult {
 			return res
 		}
 		d := confData{Dir: dir, Listen: listen.String(), Upstream: h.upstream.String(), NoFile: noFile, MaxConn: noFile/2 + 100, Reload: s.reload,
-			Static: h.env.static, AccessLog: "off", Certs: h.env.certs}
+			Static: h.env.static, AccessLog: "off", Certs: h.env.certs, UpstreamKeepalive: 32}
+		if s.upKeepalive > 0 {
+			d.UpstreamKeepalive = s.upKeepalive
+		}
 		if s.tls {
 			ec, err1 := freePort()
 			rsa, err2 := freePort()
