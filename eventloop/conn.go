@@ -45,6 +45,7 @@ type conn struct {
 	resetOnWTimeout bool
 	sendfile        bool // file segments go out with sendfile(2), else pread into pool buffers
 	localLoaded     bool
+	released        bool // Release: in the loop's released list, then its free list
 	// File bytes sent per readiness event at most; 0: no bound. Held as int32:
 	// more than 2 GiB per event is the same as no bound (sendfile(2) itself
 	// sends less than 2 GiB per call).
@@ -74,10 +75,55 @@ func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: clamp32(l.cfg.SendfileMaxChunk), inUnknown: true}
+	var c *conn
+	if n := len(l.freeConns); n > 0 {
+		c = l.freeConns[n-1]
+		l.freeConns[n-1] = nil
+		l.freeConns = l.freeConns[:n-1]
+		*c = conn{}
+	} else {
+		c = &conn{}
+	}
+	c.loop, c.h, c.fd = l, h, fd
+	c.sendfile, c.maxChunk, c.inUnknown = !l.cfg.NoSendfile, clamp32(l.cfg.SendfileMaxChunk), true
 	l.InitTimer(&c.timer, connTimerFired)
 	l.InitTimer(&c.wtimer, connWriteTimerFired)
 	return c
+}
+
+// maxFreeConns bounds the closed connections a loop keeps for reuse
+// (320 bytes each).
+const maxFreeConns = 1024
+
+// Release tells the loop that the handler of closed connection c (OnClose has
+// run) holds no reference to it any more, so that a later connection of the
+// loop reuses its memory instead of allocating: after Release, c must not be
+// used at all. A connection that is not closed, not this loop's own (a
+// wrapper's, such as TLS's), or released already, is left to the garbage
+// collector. Call it on the loop's thread.
+func (l *Loop) Release(c Conn) {
+	cc, ok := c.(*conn)
+	// A failed write's entry in l.failed may still be on its way out.
+	if !ok || cc.loop != l || cc.state != connClosed || cc.released || cc.failErr != nil {
+		return
+	}
+	cc.released = true
+	cc.h, cc.ctx, cc.closeErr = nil, nil, nil
+	l.released = append(l.released, cc)
+}
+
+// reuseReleased makes the connections released during the last batch available
+// to new ones. It runs between batches, when no callback is on the stack: code
+// up the stack of the one that released a connection may still look at it (its
+// state), and Dial inside that callback must not hand it out meanwhile.
+func (l *Loop) reuseReleased() {
+	for i, c := range l.released {
+		if len(l.freeConns) < maxFreeConns {
+			l.freeConns = append(l.freeConns, c)
+		}
+		l.released[i] = nil
+	}
+	l.released = l.released[:0]
 }
 
 // The connection's timers call plain functions that find the connection from the

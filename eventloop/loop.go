@@ -54,14 +54,17 @@ type Loop struct {
 	// chunkLists are empty output queue lists of closed connections (queue).
 	chunkLists [][]chunk
 
-	listeners   []*Listener
-	failed      []*conn  // connections whose write failed, closed after the callback
-	acceptPause int      // listeners currently not polled after EMFILE & co
-	idle        idleList // SetIdle connections, oldest first
-	connLog     limitLog // worker_connections are not enough
-	acceptLog   limitLog // accept failed (EMFILE & co)
-	drainTimer  Timer
-	exit        bool
+	listeners []*Listener
+	failed    []*conn // connections whose write failed, closed after the callback
+	// released are the connections Release gave back during this batch; they
+	// join freeConns, which newConn takes from, once it ends.
+	released, freeConns []*conn
+	acceptPause         int      // listeners currently not polled after EMFILE & co
+	idle                idleList // SetIdle connections, oldest first
+	connLog             limitLog // worker_connections are not enough
+	acceptLog           limitLog // accept failed (EMFILE & co)
+	drainTimer          Timer
+	exit                bool
 	// batchEnds are the BatchEnd hooks armed during the current batch.
 	batchEnds, batchEndsSpare []*BatchEnd
 	atExit                    []func()
@@ -154,6 +157,9 @@ func (l *Loop) run(ready chan<- error) {
 		l.pollBatch()
 		if len(l.batchEnds) > 0 {
 			l.runBatchEnds()
+		}
+		if len(l.released) > 0 {
+			l.reuseReleased()
 		}
 	}
 }

@@ -64,11 +64,10 @@ func TestSteadyPathAllocs(t *testing.T) {
 }
 
 // TestNewConnectionAllocs: a new client connection per request (accept, one
-// proxied request with Connection: close, close) allocates two objects, the
-// loop's connection and the HTTP connection (their timers' callbacks are not
-// closures); the request state and buffers come from pools. They are not
-// recycled: a handler may still hold a closed Conn, whose methods must keep
-// failing rather than reach the next connection. The client is raw system calls,
+// proxied request with Connection: close, close) allocates nothing: the loop's
+// and the HTTP connection are reused once both are done with them (Release,
+// from the next batch on), their timers' callbacks are not closures, and the
+// request state and buffers come from pools. The client is raw system calls,
 // which allocate nothing.
 func TestNewConnectionAllocs(t *testing.T) {
 	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
@@ -124,8 +123,9 @@ func TestNewConnectionAllocs(t *testing.T) {
 		once()
 	}
 	runtime.ReadMemStats(&after)
-	if got := after.Mallocs - before.Mallocs; got > 2*n+n/50 {
-		t.Fatalf("%d allocations (%d bytes) for %d connections, want 2 each", got, after.TotalAlloc-before.TotalAlloc, n)
+	// A few allocations of the runtime itself may land in the window.
+	if got := after.Mallocs - before.Mallocs; got > n/50 {
+		t.Fatalf("%d allocations (%d bytes) for %d connections, want none", got, after.TotalAlloc-before.TotalAlloc, n)
 	}
 }
 
