@@ -43,10 +43,14 @@ type Loop struct {
 	base     time.Time
 	timers   timerHeap
 	timerSeq uint64
-	tfd      int
-	tfdArmed int64
-	tfdSpec  unix.ItimerSpec
-	tfdBuf   [8]byte
+	// lastYield is when the loop last gave the scheduler a turn (HoldP, yield);
+	// yields counts those turns.
+	lastYield int64
+	yields    uint64
+	tfd       int
+	tfdArmed  int64
+	tfdSpec   unix.ItimerSpec
+	tfdBuf    [8]byte
 
 	scratch []byte
 	iov     [][]byte // writev scratch, at most maxIovecs entries
