@@ -37,7 +37,8 @@ const (
 // conn is one client connection. What only a request in progress needs (its parsed
 // head, routing, body framing, its response) is in a Request taken from the worker
 // when bytes arrive and given back when the connection goes idle, so an idle
-// keep-alive connection holds a small struct and no buffer.
+// keep-alive connection holds a small struct and no buffer: the small fields
+// are together so that it fits the 176-byte size class (it was 192).
 type conn struct {
 	w     *Worker
 	conn  eventloop.Conn
@@ -47,16 +48,8 @@ type conn struct {
 	// it (connstats.go).
 	lstat, stat connStat
 	upgraded    bool // counted as a tunnel
-
-	// in is the input not served yet, a window of inBuf (pooled) that starts at the
-	// request being read or served: its head, then what came after it. Both are nil
-	// when idle.
-	in       []byte
-	inBuf    []byte
-	headLen  int
-	requests int  // requests started on this connection
-	driving  bool // inside drive: finishing a request must not recurse into the next
-	paused   bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
+	driving     bool // inside drive: finishing a request must not recurse into the next
+	paused      bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
 	// headTimer: client_header_timeout is running for the head being read.
 	headTimer bool
 	// outBlocked: output is above the high watermark (OnWriteBlocked until
@@ -72,7 +65,15 @@ type conn struct {
 	pipelined   bool // the next request's bytes were here when the last one ended
 	// gone: OnClose came; the connection is reused (recycle) once its request
 	// state is back too.
-	gone        bool
+	gone bool
+
+	// in is the input not served yet, a window of inBuf (pooled) that starts at the
+	// request being read or served: its head, then what came after it. Both are nil
+	// when idle.
+	in          []byte
+	inBuf       []byte
+	headLen     int
+	requests    int           // requests started on this connection
 	srvConf     *LocConf      // the server's config (the default server's until a request names one)
 	lcf         *LocConf      // the location's config, else srvConf
 	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
