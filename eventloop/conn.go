@@ -2,9 +2,11 @@ package eventloop
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -23,8 +25,8 @@ const (
 // conn is a TCP connection owned by one loop; it implements Conn.
 //
 // An idle keep-alive connection holds one of these: the fields are ordered so
-// that the small ones share words and the struct fits the 320-byte size class
-// (it was 352).
+// that the small ones share words and the struct fits the 288-byte size class
+// (it was 352, then 320).
 type conn struct {
 	loop   *Loop
 	h      Handler
@@ -46,6 +48,9 @@ type conn struct {
 	sendfile        bool // file segments go out with sendfile(2), else pread into pool buffers
 	localLoaded     bool
 	released        bool // Release: in the loop's released list, then its free list
+	// closeWhy is the OnClose error once a graceful close completes, as an index
+	// into closeErrs.
+	closeWhy uint8
 	// File bytes sent per readiness event at most; 0: no bound. Held as int32:
 	// more than 2 GiB per event is the same as no bound (sendfile(2) itself
 	// sends less than 2 GiB per call).
@@ -61,7 +66,6 @@ type conn struct {
 	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
 	wtimeout time.Duration // 0: queued output may wait forever
 	rl       *rateLimit    // SetRateLimit's; nil: no limit
-	closeErr error         // OnClose error once a graceful close completes
 	failErr  error         // a write failed; the loop closes the conn after the callback
 
 	ctx    any
@@ -108,7 +112,7 @@ func (l *Loop) Release(c Conn) {
 		return
 	}
 	cc.released = true
-	cc.h, cc.ctx, cc.closeErr = nil, nil, nil
+	cc.h, cc.ctx = nil, nil
 	l.released = append(l.released, cc)
 }
 
@@ -255,7 +259,15 @@ func (c *conn) onWriteTimer(*Timer) {
 	}
 }
 
-// closeGraceful stops reading and closes once queued output is sent.
+// closeErrs are the errors a graceful close may end with (closeGraceful's
+// callers), kept as a byte in the connection rather than a 16-byte interface.
+var closeErrs = [...]error{nil, io.EOF, ErrDraining, ErrReused}
+
+// closeErr is the OnClose error of a graceful close that completes.
+func (c *conn) closeErr() error { return closeErrs[c.closeWhy] }
+
+// closeGraceful stops reading and closes once queued output is sent; err is
+// one of closeErrs (another closes at once).
 func (c *conn) closeGraceful(err error) {
 	if c.state == connClosed || c.state == connClosing {
 		return
@@ -263,11 +275,12 @@ func (c *conn) closeGraceful(err error) {
 	if c.idle {
 		c.setIdle(false) // closing: no longer there to reuse or drain
 	}
-	if c.q.size == 0 || c.state == connConnecting {
+	why := slices.Index(closeErrs[:], err)
+	if c.q.size == 0 || c.state == connConnecting || why < 0 {
 		c.closeNow(err)
 		return
 	}
-	c.state, c.closeErr = connClosing, err
+	c.state, c.closeWhy = connClosing, uint8(why)
 	c.updateEvents()
 }
 
@@ -317,7 +330,7 @@ func (c *conn) Close() error {
 	case connClosed:
 		return ErrClosed
 	case connClosing:
-		c.closeNow(c.closeErr)
+		c.closeNow(c.closeErr())
 		return nil
 	}
 	c.closeGraceful(nil)

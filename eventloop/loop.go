@@ -42,7 +42,10 @@ type Loop struct {
 
 	base     time.Time
 	timers   timerHeap
-	timerSeq uint64
+	timerSeq uint32
+	// firing: runTimers is firing the timers due at firingNow.
+	firing    bool
+	firingNow int64
 	// lastYield is when the loop last gave the scheduler a turn (HoldP, yield);
 	// yields counts those turns.
 	lastYield int64

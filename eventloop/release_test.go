@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestReleaseReusesFromNextBatch: a connection released in its OnClose is not
@@ -76,4 +77,13 @@ func roundTripOpen(t *testing.T, l *Loop, c Conn) error {
 	var err error
 	onLoop(t, l, func() { _, err = c.Write([]byte("x")) })
 	return err
+}
+
+// TestConnSize: an idle keep-alive connection holds this struct (and the HTTP
+// layer's); it stays within the 288-byte size class (proxy's
+// TestIdleConnectionBytes measures the whole).
+func TestConnSize(t *testing.T) {
+	if n := unsafe.Sizeof(conn{}); n > 288 {
+		t.Fatalf("conn is %d bytes, want at most 288 (the size class an idle connection pays)", n)
+	}
 }
