@@ -2,9 +2,11 @@ package eventloop
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -23,8 +25,8 @@ const (
 // conn is a TCP connection owned by one loop; it implements Conn.
 //
 // An idle keep-alive connection holds one of these: the fields are ordered so
-// that the small ones share words and the struct fits the 320-byte size class
-// (it was 352).
+// that the small ones share words and the struct fits the 288-byte size class
+// (it was 352, then 320).
 type conn struct {
 	loop   *Loop
 	h      Handler
@@ -45,6 +47,10 @@ type conn struct {
 	resetOnWTimeout bool
 	sendfile        bool // file segments go out with sendfile(2), else pread into pool buffers
 	localLoaded     bool
+	released        bool // Release: in the loop's released list, then its free list
+	// closeWhy is the OnClose error once a graceful close completes, as an index
+	// into closeErrs.
+	closeWhy uint8
 	// File bytes sent per readiness event at most; 0: no bound. Held as int32:
 	// more than 2 GiB per event is the same as no bound (sendfile(2) itself
 	// sends less than 2 GiB per call).
@@ -60,7 +66,6 @@ type conn struct {
 	wtimer   Timer         // SetWriteTimeout's: runs while output is queued
 	wtimeout time.Duration // 0: queued output may wait forever
 	rl       *rateLimit    // SetRateLimit's; nil: no limit
-	closeErr error         // OnClose error once a graceful close completes
 	failErr  error         // a write failed; the loop closes the conn after the callback
 
 	ctx    any
@@ -74,10 +79,55 @@ func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	c := &conn{loop: l, h: h, fd: fd, sendfile: !l.cfg.NoSendfile, maxChunk: clamp32(l.cfg.SendfileMaxChunk), inUnknown: true}
+	var c *conn
+	if n := len(l.freeConns); n > 0 {
+		c = l.freeConns[n-1]
+		l.freeConns[n-1] = nil
+		l.freeConns = l.freeConns[:n-1]
+		*c = conn{}
+	} else {
+		c = &conn{}
+	}
+	c.loop, c.h, c.fd = l, h, fd
+	c.sendfile, c.maxChunk, c.inUnknown = !l.cfg.NoSendfile, clamp32(l.cfg.SendfileMaxChunk), true
 	l.InitTimer(&c.timer, connTimerFired)
 	l.InitTimer(&c.wtimer, connWriteTimerFired)
 	return c
+}
+
+// maxFreeConns bounds the closed connections a loop keeps for reuse
+// (320 bytes each).
+const maxFreeConns = 1024
+
+// Release tells the loop that the handler of closed connection c (OnClose has
+// run) holds no reference to it any more, so that a later connection of the
+// loop reuses its memory instead of allocating: after Release, c must not be
+// used at all. A connection that is not closed, not this loop's own (a
+// wrapper's, such as TLS's), or released already, is left to the garbage
+// collector. Call it on the loop's thread.
+func (l *Loop) Release(c Conn) {
+	cc, ok := c.(*conn)
+	// A failed write's entry in l.failed may still be on its way out.
+	if !ok || cc.loop != l || cc.state != connClosed || cc.released || cc.failErr != nil {
+		return
+	}
+	cc.released = true
+	cc.h, cc.ctx = nil, nil
+	l.released = append(l.released, cc)
+}
+
+// reuseReleased makes the connections released during the last batch available
+// to new ones. It runs between batches, when no callback is on the stack: code
+// up the stack of the one that released a connection may still look at it (its
+// state), and Dial inside that callback must not hand it out meanwhile.
+func (l *Loop) reuseReleased() {
+	for i, c := range l.released {
+		if len(l.freeConns) < maxFreeConns {
+			l.freeConns = append(l.freeConns, c)
+		}
+		l.released[i] = nil
+	}
+	l.released = l.released[:0]
 }
 
 // The connection's timers call plain functions that find the connection from the
@@ -209,7 +259,15 @@ func (c *conn) onWriteTimer(*Timer) {
 	}
 }
 
-// closeGraceful stops reading and closes once queued output is sent.
+// closeErrs are the errors a graceful close may end with (closeGraceful's
+// callers), kept as a byte in the connection rather than a 16-byte interface.
+var closeErrs = [...]error{nil, io.EOF, ErrDraining, ErrReused}
+
+// closeErr is the OnClose error of a graceful close that completes.
+func (c *conn) closeErr() error { return closeErrs[c.closeWhy] }
+
+// closeGraceful stops reading and closes once queued output is sent; err is
+// one of closeErrs (another closes at once).
 func (c *conn) closeGraceful(err error) {
 	if c.state == connClosed || c.state == connClosing {
 		return
@@ -217,11 +275,12 @@ func (c *conn) closeGraceful(err error) {
 	if c.idle {
 		c.setIdle(false) // closing: no longer there to reuse or drain
 	}
-	if c.q.size == 0 || c.state == connConnecting {
+	why := slices.Index(closeErrs[:], err)
+	if c.q.size == 0 || c.state == connConnecting || why < 0 {
 		c.closeNow(err)
 		return
 	}
-	c.state, c.closeErr = connClosing, err
+	c.state, c.closeWhy = connClosing, uint8(why)
 	c.updateEvents()
 }
 
@@ -271,7 +330,7 @@ func (c *conn) Close() error {
 	case connClosed:
 		return ErrClosed
 	case connClosing:
-		c.closeNow(c.closeErr)
+		c.closeNow(c.closeErr())
 		return nil
 	}
 	c.closeGraceful(nil)

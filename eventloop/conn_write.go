@@ -100,7 +100,7 @@ func (c *conn) flush() error {
 		return err
 	}
 	if c.q.size == 0 && c.state == connClosing {
-		c.closeNow(c.closeErr)
+		c.closeNow(c.closeErr())
 		return nil
 	}
 	if c.q.size == 0 && c.shutWr {

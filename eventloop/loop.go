@@ -44,11 +44,18 @@ type Loop struct {
 	wall     time.Time // when the current batch started (tick)
 	clock    int64     // the same on the loop clock: ns since base
 	timers   timerHeap
-	timerSeq uint64
-	tfd      int
-	tfdArmed int64
-	tfdSpec  unix.ItimerSpec
-	tfdBuf   [8]byte
+	timerSeq uint32
+	// firing: runTimers is firing the timers due at firingNow.
+	firing    bool
+	firingNow int64
+	// lastYield is when the loop last gave the scheduler a turn (HoldP, yield);
+	// yields counts those turns.
+	lastYield int64
+	yields    uint64
+	tfd       int
+	tfdArmed  int64
+	tfdSpec   unix.ItimerSpec
+	tfdBuf    [8]byte
 
 	scratch []byte
 	iov     [][]byte // writev scratch, at most maxIovecs entries
@@ -56,14 +63,17 @@ type Loop struct {
 	// chunkLists are empty output queue lists of closed connections (queue).
 	chunkLists [][]chunk
 
-	listeners   []*Listener
-	failed      []*conn  // connections whose write failed, closed after the callback
-	acceptPause int      // listeners currently not polled after EMFILE & co
-	idle        idleList // SetIdle connections, oldest first
-	connLog     limitLog // worker_connections are not enough
-	acceptLog   limitLog // accept failed (EMFILE & co)
-	drainTimer  Timer
-	exit        bool
+	listeners []*Listener
+	failed    []*conn // connections whose write failed, closed after the callback
+	// released are the connections Release gave back during this batch; they
+	// join freeConns, which newConn takes from, once it ends.
+	released, freeConns []*conn
+	acceptPause         int      // listeners currently not polled after EMFILE & co
+	idle                idleList // SetIdle connections, oldest first
+	connLog             limitLog // worker_connections are not enough
+	acceptLog           limitLog // accept failed (EMFILE & co)
+	drainTimer          Timer
+	exit                bool
 	// batchEnds are the BatchEnd hooks armed during the current batch.
 	batchEnds, batchEndsSpare []*BatchEnd
 	atExit                    []func()
@@ -157,6 +167,9 @@ func (l *Loop) run(ready chan<- error) {
 		l.pollBatch()
 		if len(l.batchEnds) > 0 {
 			l.runBatchEnds()
+		}
+		if len(l.released) > 0 {
+			l.reuseReleased()
 		}
 	}
 }

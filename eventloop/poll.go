@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,23 @@ func releaseP() {
 const maxWait = 50 // ms
 
 const batchSize = 256
+
+// yieldEvery is how often a HoldP loop gives the scheduler a turn, when it has
+// nothing to do. The runtime sees a goroutine that never parks as one that runs
+// for ever, and sysmon preempts one that held its P for 10 ms (a signal, then,
+// for a locked thread, a hand-off of the P through another thread and back):
+// mid-batch, with the requests of the batch waiting on it, and with the other
+// thread maybe waiting for a CPU. Yielding at a quiet moment first, somewhat
+// more often, moves that hand-off to where nothing waits for it.
+const yieldEvery = 6 * time.Millisecond
+
+// yield lets the scheduler run (runtime.Gosched) between batches; sysmon sees
+// the loop's P change hands and does not preempt it for the next 10 ms.
+func (l *Loop) yield(now int64) {
+	l.lastYield = now
+	l.yields++
+	runtime.Gosched()
+}
 
 func (l *Loop) openEpoll() error {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
@@ -99,11 +117,23 @@ func (l *Loop) pollBatch() {
 	var n int
 	var err error
 	if l.cfg.HoldP {
-		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
-			uintptr(len(l.events)), maxWait, 0, 0)
-		n = int(r)
-		if errno != 0 {
-			err = errno
+		wait := maxWait
+		now := l.now()
+		if now-l.lastYield >= int64(yieldEvery) {
+			wait = 0 // a look first: the loop yields only if nothing waits
+		}
+		for {
+			r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+				uintptr(len(l.events)), uintptr(wait), 0, 0)
+			n = int(r)
+			if errno != 0 {
+				err = errno
+			}
+			if wait != 0 || n != 0 || err != nil {
+				break
+			}
+			l.yield(now)
+			wait = maxWait
 		}
 	} else {
 		n, err = unix.EpollWait(l.epfd, l.events[:], -1)

@@ -7,8 +7,12 @@ import "time"
 // arming, resetting and cancelling never allocate. Its methods must be called
 // on the loop's thread.
 type Timer struct {
-	when  int64 // loop clock, ns
-	seq   uint64
+	when int64 // loop clock, ns
+	// seq orders timers of the same deadline by arming, FIFO; it wraps, and is
+	// compared as a serial number (a wrong order among equal deadlines of
+	// timers armed 2^31 arms apart is harmless). 32 bits, beside index, keep
+	// the timer at 32 bytes: a connection has two.
+	seq   uint32
 	index int32 // position in the heap + 1; 0 when not pending
 	fn    func(*Timer)
 	loop  *Loop
@@ -25,6 +29,11 @@ func (t *Timer) Reset(d time.Duration) {
 	l := t.loop
 	l.timerSeq++
 	t.when, t.seq = l.now()+int64(max(d, 0)), l.timerSeq
+	if l.firing && t.when <= l.firingNow {
+		// Re-armed by a callback of the current pass: it waits for the next one,
+		// so a callback that re-arms with 0 cannot spin the loop.
+		t.when = l.firingNow + 1
+	}
 	if t.index == 0 {
 		l.timers.push(t)
 	} else {
@@ -57,7 +66,7 @@ type timerHeap struct {
 }
 
 func (th *timerHeap) less(a, b *Timer) bool {
-	return a.when < b.when || (a.when == b.when && a.seq < b.seq)
+	return a.when < b.when || (a.when == b.when && int32(a.seq-b.seq) < 0)
 }
 
 func (th *timerHeap) set(i int, t *Timer) {

@@ -1,6 +1,7 @@
 package eventloop
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -71,7 +72,7 @@ func TestTimerHeapOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var h timerHeap
 	ts := make([]Timer, 500)
-	seq := uint64(0)
+	seq := uint32(math.MaxUint32 - 10000) // arming numbers wrap halfway through
 	for step := 0; step < 20000; step++ {
 		t0 := &ts[rng.IntN(len(ts))]
 		switch rng.IntN(3) {

@@ -67,15 +67,17 @@ func (l *Loop) onTimerfd() {
 // callback during this pass waits for the next pass, so a callback that
 // re-arms with 0 cannot spin the loop.
 func (l *Loop) runTimers() {
-	now, seq := l.now(), l.timerSeq
+	now := l.now()
+	l.firing, l.firingNow = true, now
 	for len(l.timers.h) > 0 {
 		t := l.timers.h[0]
-		if t.when > now || t.seq > seq {
+		if t.when > now {
 			break
 		}
 		l.timers.remove(0)
 		l.fireTimer(t)
 	}
+	l.firing = false
 	l.armTimerfd()
 }
 

@@ -37,7 +37,8 @@ const (
 // conn is one client connection. What only a request in progress needs (its parsed
 // head, routing, body framing, its response) is in a Request taken from the worker
 // when bytes arrive and given back when the connection goes idle, so an idle
-// keep-alive connection holds a small struct and no buffer.
+// keep-alive connection holds a small struct and no buffer: the small fields
+// are together so that it fits the 176-byte size class (it was 192).
 type conn struct {
 	w     *Worker
 	conn  eventloop.Conn
@@ -48,16 +49,8 @@ type conn struct {
 	// it (connstats.go).
 	lstat, stat connStat
 	upgraded    bool // counted as a tunnel
-
-	// in is the input not served yet, a window of inBuf (pooled) that starts at the
-	// request being read or served: its head, then what came after it. Both are nil
-	// when idle.
-	in       []byte
-	inBuf    []byte
-	headLen  int
-	requests int  // requests started on this connection
-	driving  bool // inside drive: finishing a request must not recurse into the next
-	paused   bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
+	driving     bool // inside drive: finishing a request must not recurse into the next
+	paused      bool // reading paused by us (gateRead) rather than by a pending's backpressure (PauseBody)
 	// headTimer: client_header_timeout is running for the head being read.
 	headTimer bool
 	// outBlocked: output is above the high watermark (OnWriteBlocked until
@@ -70,7 +63,18 @@ type conn struct {
 	// replaced when the next response starts.
 	rateLimited bool
 	keepAlive   bool
-	pipelined   bool          // the next request's bytes were here when the last one ended
+	pipelined   bool // the next request's bytes were here when the last one ended
+	// gone: OnClose came; the connection is reused (recycle) once its request
+	// state is back too.
+	gone bool
+
+	// in is the input not served yet, a window of inBuf (pooled) that starts at the
+	// request being read or served: its head, then what came after it. Both are nil
+	// when idle.
+	in          []byte
+	inBuf       []byte
+	headLen     int
+	requests    int           // requests started on this connection
 	srvConf     *LocConf      // the server's config (the default server's until a request names one)
 	lcf         *LocConf      // the location's config, else srvConf
 	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
@@ -130,7 +134,45 @@ func (c *conn) remoteAddr() netip.AddrPort { return c.conn.RemoteAddr() }
 func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
 	mw, _ := c.(moreWriter)
+	if n := len(w.freeConns); n > 0 {
+		cl := w.freeConns[n-1]
+		w.freeConns[n-1] = nil
+		w.freeConns = w.freeConns[:n-1]
+		*cl = conn{w: w, conn: c, more: mw, id: connectionSerial.Add(1), subs: cl.subs[:0]}
+		return cl
+	}
 	return &conn{w: w, conn: c, more: mw, id: connectionSerial.Add(1)}
+}
+
+// recycle gives a closed client connection back to the worker, and its loop
+// connection to the loop, once nothing refers to them: OnClose came and the
+// request state went back (a pending answer that outlived its client ended).
+// They are reused from the next batch on (reuseReleased), when no callback that
+// may still look at them is on the stack.
+func (c *conn) recycle() {
+	if !c.gone || c.Request != nil || len(c.subs) > 0 || c.sub != nil {
+		return
+	}
+	c.gone = false // recycled once
+	w := c.w
+	w.loop.Release(c.conn)
+	w.released = append(w.released, c)
+	w.reuseEnd.Arm()
+}
+
+// maxFreeConns bounds the client connections a worker keeps for reuse.
+const maxFreeConns = 1024
+
+// reuseReleased makes the connections recycled during the batch available to
+// new ones.
+func (w *Worker) reuseReleased() {
+	for i, c := range w.released {
+		if len(w.freeConns) < maxFreeConns {
+			w.freeConns = append(w.freeConns, c)
+		}
+		w.released[i] = nil
+	}
+	w.released = w.released[:0]
 }
 
 // defaultServerConf is the core config of the listen address's default server,
@@ -355,6 +397,7 @@ func (c *conn) finish() {
 	}
 	if c.state == csClosed {
 		c.release() // the end of a pending answer that outlived its client (ClientGone)
+		c.recycle()
 		return
 	}
 	if c.Request != nil {
@@ -426,6 +469,7 @@ func (c *conn) closeAfterFlush() {
 	}
 	if c.state == csClosed {
 		c.release() // the end of a pending answer that outlived its client (ClientGone)
+		c.recycle()
 		return
 	}
 	c.state = csClosed

@@ -33,6 +33,10 @@ type Worker struct {
 
 	freeRequests []*Request // request states idle connections gave back, for reuse
 	freeSubs     []*conn    // subrequest connections, for reuse (subrequest.go)
+	// freeConns are closed client connections for reuse; released the ones
+	// recycled during this batch, which join them at its end (reuseEnd).
+	freeConns, released []*conn
+	reuseEnd            eventloop.BatchEnd
 
 	scratch  []byte // builds response heads; reused, never retained
 	sizeBuf  []byte // evaluates size templates (limit_rate); reused
@@ -69,6 +73,7 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 // its handler, so the two are tied after both exist).
 func (w *Worker) SetLoop(l *eventloop.Loop) {
 	w.loop = l
+	l.InitBatchEnd(&w.reuseEnd, w.reuseReleased)
 	// The first task of the loop: a reload queued later runs after it.
 	_ = l.Run(func() {
 		for _, st := range w.states {
@@ -205,6 +210,8 @@ func (w *Worker) OnClose(c eventloop.Conn, err error) {
 	if cl, ok := c.Context().(*conn); ok {
 		cl.onClose(err)
 		cl.setStat(statNone)
+		cl.gone = true
+		cl.recycle()
 	}
 }
 

@@ -64,11 +64,10 @@ func TestSteadyPathAllocs(t *testing.T) {
 }
 
 // TestNewConnectionAllocs: a new client connection per request (accept, one
-// proxied request with Connection: close, close) allocates two objects, the
-// loop's connection and the HTTP connection (their timers' callbacks are not
-// closures); the request state and buffers come from pools. They are not
-// recycled: a handler may still hold a closed Conn, whose methods must keep
-// failing rather than reach the next connection. The client is raw system calls,
+// proxied request with Connection: close, close) allocates nothing: the loop's
+// and the HTTP connection are reused once both are done with them (Release,
+// from the next batch on), their timers' callbacks are not closures, and the
+// request state and buffers come from pools. The client is raw system calls,
 // which allocate nothing.
 func TestNewConnectionAllocs(t *testing.T) {
 	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nhello, world\n")
@@ -124,8 +123,9 @@ func TestNewConnectionAllocs(t *testing.T) {
 		once()
 	}
 	runtime.ReadMemStats(&after)
-	if got := after.Mallocs - before.Mallocs; got > 2*n+n/50 {
-		t.Fatalf("%d allocations (%d bytes) for %d connections, want 2 each", got, after.TotalAlloc-before.TotalAlloc, n)
+	// A few allocations of the runtime itself may land in the window.
+	if got := after.Mallocs - before.Mallocs; got > n/50 {
+		t.Fatalf("%d allocations (%d bytes) for %d connections, want none", got, after.TotalAlloc-before.TotalAlloc, n)
 	}
 }
 
@@ -192,8 +192,12 @@ func TestIdleConnectionBytes(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f heap bytes per idle connection", per)
-	if per > 560 {
-		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 560", per)
+	// The loop's conn (288-byte class) and the HTTP conn (176), 16 bytes of fd
+	// table and 8 of timer heap: 488; the tables grow by doubling, so where the
+	// fds land moves the figure by a few tens of bytes (465-498 seen; 493-542
+	// with the 320- and 192-byte structs before).
+	if per > 520 {
+		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 520", per)
 	}
 }
 
@@ -240,10 +244,10 @@ func rawCloseUpstream(tb testing.TB, response string) string {
 }
 
 // TestUpstreamDialAllocs: a request that needs a new upstream connection (the
-// upstream closes each one) allocates only the loop's connection beyond the
-// steady path: the connect address, the peer's name for errors and the set-up
-// error target are not made per dial, and the output queue's chunk list comes
-// from a closed connection.
+// upstream closes each one) allocates nothing beyond the steady path: the loop's
+// connection is a closed one the proxy released, the connect address, the
+// peer's name for errors and the set-up error target are not made per dial, and
+// the output queue's chunk list comes from a closed connection.
 func TestUpstreamDialAllocs(t *testing.T) {
 	up := rawCloseUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: close\r\n\r\nhello, world\n")
 	addr := "127.0.0.1:" + strconv.Itoa(freeBenchPort(t))
@@ -277,7 +281,7 @@ func TestUpstreamDialAllocs(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if got := after.Mallocs - before.Mallocs; got > n+n/50 {
-		t.Fatalf("%d allocations for %d requests on new upstream connections, want 1 each", got, n)
+	if got := after.Mallocs - before.Mallocs; got > n/50 {
+		t.Fatalf("%d allocations for %d requests on new upstream connections, want none", got, n)
 	}
 }

@@ -186,6 +186,9 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 	case *idleConn:
 		x.forget()
 	}
+	// Neither the exchange (onClose let go of it) nor the cache holds c now: the
+	// loop may reuse its memory for the next dial.
+	c.Loop().Release(c)
 }
 
 // now is the loop's time, read once per batch of events (eventloop.Loop.Now).
