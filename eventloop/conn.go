@@ -79,25 +79,14 @@ func clamp32(n int) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 var _ Conn = (*conn)(nil)
 
 func (l *Loop) newConn(fd int, h Handler) *conn {
-	var c *conn
-	if n := len(l.freeConns); n > 0 {
-		c = l.freeConns[n-1]
-		l.freeConns[n-1] = nil
-		l.freeConns = l.freeConns[:n-1]
-		*c = conn{}
-	} else {
-		c = &conn{}
-	}
+	c := l.freeConns.Get()
+	*c = conn{}
 	c.loop, c.h, c.fd = l, h, fd
 	c.sendfile, c.maxChunk, c.inUnknown = !l.cfg.NoSendfile, clamp32(l.cfg.SendfileMaxChunk), true
 	l.InitTimer(&c.timer, connTimerFired)
 	l.InitTimer(&c.wtimer, connWriteTimerFired)
 	return c
 }
-
-// maxFreeConns bounds the closed connections a loop keeps for reuse
-// (320 bytes each).
-const maxFreeConns = 1024
 
 // Release tells the loop that the handler of closed connection c (OnClose has
 // run) holds no reference to it any more, so that a later connection of the
@@ -113,21 +102,7 @@ func (l *Loop) Release(c Conn) {
 	}
 	cc.released = true
 	cc.h, cc.ctx = nil, nil
-	l.released = append(l.released, cc)
-}
-
-// reuseReleased makes the connections released during the last batch available
-// to new ones. It runs between batches, when no callback is on the stack: code
-// up the stack of the one that released a connection may still look at it (its
-// state), and Dial inside that callback must not hand it out meanwhile.
-func (l *Loop) reuseReleased() {
-	for i, c := range l.released {
-		if len(l.freeConns) < maxFreeConns {
-			l.freeConns = append(l.freeConns, c)
-		}
-		l.released[i] = nil
-	}
-	l.released = l.released[:0]
+	l.freeConns.Release(cc)
 }
 
 // The connection's timers call plain functions that find the connection from the

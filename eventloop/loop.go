@@ -3,6 +3,7 @@ package eventloop
 import (
 	"errors"
 	"fmt"
+	"github.com/numaproxy/numaproxy/internal/freelist"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
@@ -65,15 +66,16 @@ type Loop struct {
 
 	listeners []*Listener
 	failed    []*conn // connections whose write failed, closed after the callback
-	// released are the connections Release gave back during this batch; they
-	// join freeConns, which newConn takes from, once it ends.
-	released, freeConns []*conn
-	acceptPause         int      // listeners currently not polled after EMFILE & co
-	idle                idleList // SetIdle connections, oldest first
-	connLog             limitLog // worker_connections are not enough
-	acceptLog           limitLog // accept failed (EMFILE & co)
-	drainTimer          Timer
-	exit                bool
+	// freeConns are closed connections for newConn to reuse; those Release gives
+	// back during a batch join them when it ends, when no callback that may still
+	// look at them is on the stack (and a Dial inside one must not get them).
+	freeConns   freelist.List[conn]
+	acceptPause int      // listeners currently not polled after EMFILE & co
+	idle        idleList // SetIdle connections, oldest first
+	connLog     limitLog // worker_connections are not enough
+	acceptLog   limitLog // accept failed (EMFILE & co)
+	drainTimer  Timer
+	exit        bool
 	// batchEnds are the BatchEnd hooks armed during the current batch.
 	batchEnds, batchEndsSpare []*BatchEnd
 	atExit                    []func()
@@ -168,8 +170,8 @@ func (l *Loop) run(ready chan<- error) {
 		if len(l.batchEnds) > 0 {
 			l.runBatchEnds()
 		}
-		if len(l.released) > 0 {
-			l.reuseReleased()
+		if l.freeConns.Released() {
+			l.freeConns.Reuse()
 		}
 	}
 }

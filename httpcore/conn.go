@@ -42,7 +42,6 @@ const (
 type conn struct {
 	w     *Worker
 	conn  eventloop.Conn
-	more  moreWriter // conn, if it may hold back bytes that more follow (TLS records)
 	id    uint64
 	state connState
 	// lstat is what the connection is doing; stat where the worker's gauges count
@@ -67,6 +66,9 @@ type conn struct {
 	// gone: OnClose came; the connection is reused (recycle) once its request
 	// state is back too.
 	gone bool
+	// holds: conn is a moreWriter, which may hold back bytes that more follow (TLS
+	// records); a flag, not the interface, keeps the struct in its size class.
+	holds bool
 
 	// in is the input not served yet, a window of inBuf (pooled) that starts at the
 	// request being read or served: its head, then what came after it. Both are nil
@@ -133,22 +135,17 @@ func (c *conn) remoteAddr() netip.AddrPort { return c.conn.RemoteAddr() }
 
 func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
-	mw, _ := c.(moreWriter)
-	if n := len(w.freeConns); n > 0 {
-		cl := w.freeConns[n-1]
-		w.freeConns[n-1] = nil
-		w.freeConns = w.freeConns[:n-1]
-		*cl = conn{w: w, conn: c, more: mw, id: connectionSerial.Add(1), subs: cl.subs[:0]}
-		return cl
-	}
-	return &conn{w: w, conn: c, more: mw, id: connectionSerial.Add(1)}
+	_, holds := c.(moreWriter)
+	cl := w.freeConns.Get()
+	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1), subs: cl.subs[:0]}
+	return cl
 }
 
 // recycle gives a closed client connection back to the worker, and its loop
 // connection to the loop, once nothing refers to them: OnClose came and the
 // request state went back (a pending answer that outlived its client ended).
-// They are reused from the next batch on (reuseReleased), when no callback that
-// may still look at them is on the stack.
+// They are reused from the next batch on (reuseEnd), when no callback that may
+// still look at them is on the stack.
 func (c *conn) recycle() {
 	if !c.gone || c.Request != nil || len(c.subs) > 0 || c.sub != nil {
 		return
@@ -156,23 +153,8 @@ func (c *conn) recycle() {
 	c.gone = false // recycled once
 	w := c.w
 	w.loop.Release(c.conn)
-	w.released = append(w.released, c)
+	w.freeConns.Release(c)
 	w.reuseEnd.Arm()
-}
-
-// maxFreeConns bounds the client connections a worker keeps for reuse.
-const maxFreeConns = 1024
-
-// reuseReleased makes the connections recycled during the batch available to
-// new ones.
-func (w *Worker) reuseReleased() {
-	for i, c := range w.released {
-		if len(w.freeConns) < maxFreeConns {
-			w.freeConns = append(w.freeConns, c)
-		}
-		w.released[i] = nil
-	}
-	w.released = w.released[:0]
 }
 
 // defaultServerConf is the core config of the listen address's default server,

@@ -455,7 +455,8 @@ func (r *Request) write(iov [][]byte, more bool) {
 	for _, p := range iov {
 		r.wireSent += int64(len(p))
 	}
-	if mw := r.c.more; mw != nil {
+	if r.c.holds {
+		mw := r.c.conn.(moreWriter)
 		switch {
 		case more && len(iov) > 0:
 			mw.WritevMore(iov)

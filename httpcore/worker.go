@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	crand "crypto/rand"
+	"github.com/numaproxy/numaproxy/internal/freelist"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -33,10 +34,10 @@ type Worker struct {
 
 	freeRequests []*Request // request states idle connections gave back, for reuse
 	freeSubs     []*conn    // subrequest connections, for reuse (subrequest.go)
-	// freeConns are closed client connections for reuse; released the ones
-	// recycled during this batch, which join them at its end (reuseEnd).
-	freeConns, released []*conn
-	reuseEnd            eventloop.BatchEnd
+	// freeConns are closed client connections for reuse; those recycled during
+	// a batch join them at its end (reuseEnd).
+	freeConns freelist.List[conn]
+	reuseEnd  eventloop.BatchEnd
 
 	scratch  []byte // builds response heads; reused, never retained
 	sizeBuf  []byte // evaluates size templates (limit_rate); reused
@@ -73,7 +74,7 @@ func NewWorker(snap *Snapshot, log *slog.Logger, numaNode int) *Worker {
 // its handler, so the two are tied after both exist).
 func (w *Worker) SetLoop(l *eventloop.Loop) {
 	w.loop = l
-	l.InitBatchEnd(&w.reuseEnd, w.reuseReleased)
+	l.InitBatchEnd(&w.reuseEnd, w.freeConns.Reuse)
 	// The first task of the loop: a reload queued later runs after it.
 	_ = l.Run(func() {
 		for _, st := range w.states {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
+	"github.com/numaproxy/numaproxy/internal/freelist"
 	"log/slog"
 	"strings"
 	"time"
@@ -206,7 +207,7 @@ type loopState struct {
 	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
 	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
-	freeIdle  []*idleConn                    // recycled idleConn structs
+	freeIdle  freelist.List[idleConn]        // recycled idleConn structs
 	scratch   []byte                         // builds values; reused, never retained
 	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
 	statsList []*PeerStats                   // the same, in the order they came

@@ -53,14 +53,7 @@ func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *up
 	if st.idleCount(g) >= g.Keepalive {
 		st.overLimit(g)
 	}
-	var ic *idleConn
-	if n := len(st.freeIdle); n > 0 {
-		ic = st.freeIdle[n-1]
-		st.freeIdle[n-1] = nil
-		st.freeIdle = st.freeIdle[:n-1]
-	} else {
-		ic = &idleConn{}
-	}
+	ic := st.freeIdle.Get()
 	*ic = idleConn{conn: conn, list: l, requests: requests}
 	conn.SetContext(ic)
 	conn.SetTimeout(g.KeepaliveTimeout)
@@ -156,7 +149,7 @@ func (st *loopState) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
 
 func (st *loopState) recycleIdle(ic *idleConn) {
 	*ic = idleConn{}
-	st.freeIdle = append(st.freeIdle, ic)
+	st.freeIdle.Put(ic)
 }
 
 // drop closes a cached connection.
