@@ -3,6 +3,7 @@
 package tls
 
 import (
+	"os"
 	"runtime"
 	"testing"
 
@@ -49,6 +50,12 @@ func TestSteadyStateAllocs(t *testing.T) {
 func TestHeldWritesAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a client process")
+	}
+	if os.Getenv("NUMAPROXY_IN_VM") == "1" {
+		// Under emulation a 20 KiB message arrives in a varying number of reads,
+		// each an allocation of crypto/tls's, so the two runs compared differ by
+		// more than the held writes; the host's run is the test.
+		t.Skip("compares two timing-dependent runs; run on the host")
 	}
 	certs(t)
 	held := &funcHandler{data: func(c eventloop.Conn, b []byte) {
