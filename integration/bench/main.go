@@ -231,6 +231,8 @@ func run(opt options, outPath string, install bool) error {
 					switch {
 					case s.Name == "reqlogic":
 						why = "no map, set, if and rewrite"
+					case strings.HasPrefix(s.Name, "cache-"):
+						why = "no proxy_cache"
 					case s.files:
 						why = "serves no files"
 					case s.accessLog != "":
