@@ -428,24 +428,7 @@ func TestCacheBackgroundUpdateAgainstNginx(t *testing.T) {
 `, addr, up, down, up)
 	}
 	run := func(start func(addr, cfg string)) []string {
-		var mu sync.Mutex
-		begun, ended := map[string]int{}, map[string]int{}
-		counts := func(p string) (int, int) {
-			mu.Lock()
-			defer mu.Unlock()
-			return begun[p], ended[p]
-		}
-		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-			p := r.URL.Path
-			mu.Lock()
-			begun[p]++
-			n := begun[p]
-			mu.Unlock()
-			defer func() {
-				mu.Lock()
-				ended[p]++
-				mu.Unlock()
-			}()
+		up, counts := countingBackend(t, func(w http.ResponseWriter, p string, n int) {
 			status := 200
 			if n > 1 {
 				time.Sleep(slow) // the refreshes are slow
@@ -605,19 +588,7 @@ func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
 `, addr, up, up, down, down)
 	}
 	run := func(start func(addr, cfg string)) []string {
-		var mu sync.Mutex
-		begun, ended := map[string]int{}, map[string]int{}
-		up := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-			p := r.URL.Path
-			mu.Lock()
-			begun[p]++
-			n := begun[p]
-			mu.Unlock()
-			defer func() {
-				mu.Lock()
-				ended[p]++
-				mu.Unlock()
-			}()
+		up, answered := countingBackend(t, func(w http.ResponseWriter, p string, n int) {
 			cc := map[string]string{"/swr": "max-age=1, stale-while-revalidate=30", "/fg/swr": "max-age=1, stale-while-revalidate=30",
 				"/sie": "max-age=1, stale-if-error=30", "/plain": "max-age=1", "/short": "max-age=1, stale-if-error=1"}[p]
 			status := 200
@@ -635,9 +606,8 @@ func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
 			fmt.Fprintf(w, "%s version %d", p, n)
 		})
 		counts := func(p string) int {
-			mu.Lock()
-			defer mu.Unlock()
-			return ended[p]
+			_, ended := answered(p)
+			return ended
 		}
 		addr := addrFor(t)
 		start(addr, conf(addr, up.Addr, addrFor(t)))
@@ -676,4 +646,30 @@ func TestCacheStaleExtensionsAgainstNginx(t *testing.T) {
 	ours := run(func(addr, cfg string) { startHTTP(t, cfg, addr) })
 	theirs := run(func(addr, cfg string) { startNginx(t, cfg, addr) })
 	compareSeries(t, ours, theirs)
+}
+
+// countingBackend is an upstream whose answer is respond's for the path and the
+// number of its request (1 for the first); counts reports how many requests of
+// a path began and how many were answered.
+func countingBackend(t *testing.T, respond func(w http.ResponseWriter, p string, n int)) (up *backend, counts func(p string) (begun, ended int)) {
+	var mu sync.Mutex
+	began, answered := map[string]int{}, map[string]int{}
+	up = newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		mu.Lock()
+		began[p]++
+		n := began[p]
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			answered[p]++
+			mu.Unlock()
+		}()
+		respond(w, p, n)
+	})
+	return up, func(p string) (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return began[p], answered[p]
+	}
 }
