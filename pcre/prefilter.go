@@ -63,8 +63,16 @@ func newPrefilter(re *syntax.Regexp) *prefilter {
 
 // reject reports that s contains none of the literals: no match is possible.
 func (pf *prefilter) reject(s string) bool {
+	first := &pf.first
 	for i := 0; i < len(s); i++ {
-		m := pf.first[s[i]]
+		// Four bytes at a time while none may start a literal (most of them).
+		for i+4 <= len(s) && first[s[i]]|first[s[i+1]]|first[s[i+2]]|first[s[i+3]] == 0 {
+			i += 4
+		}
+		if i == len(s) {
+			break
+		}
+		m := first[s[i]]
 		for m != 0 {
 			j := 0
 			for m&(1<<j) == 0 {
