@@ -68,14 +68,15 @@ type prog struct {
 	// with (all of 0x80-0xFF or none: whether it can start with a non-ASCII
 	// character or an invalid byte); nil for the others.
 	first  *[256]bool
-	ncap   int // offsets of $0 ... $n
-	rows   int // marked instructions
-	maxLen int // longest input the backtracker takes; -1: none
+	pf     *prefilter // unanchored programs without a prefix: literals a match needs
+	ncap   int        // offsets of $0 ... $n
+	rows   int        // marked instructions
+	maxLen int        // longest input the backtracker takes; -1: none
 }
 
 // newProg lays out p, whose pattern has ncap/2 groups counting $0 (simplification
 // may have dropped some from p: they stay unset, as regexp pads them).
-func newProg(p *syntax.Prog, ncap int) *prog {
+func newProg(p *syntax.Prog, re *syntax.Regexp, ncap int) *prog {
 	bp := &prog{start: uint32(p.Start), cond: p.StartCond(), ncap: max(p.NumCap, ncap, 2)}
 	bp.prefix, _ = p.Prefix()
 	bp.inst = make([]inst, len(p.Inst))
@@ -130,6 +131,9 @@ func newProg(p *syntax.Prog, ncap int) *prog {
 		}
 	}
 	bp.firstSet(p)
+	if bp.prefix == "" && bp.cond&syntax.EmptyBeginText == 0 {
+		bp.pf = newPrefilter(re)
+	}
 	return bp
 }
 
@@ -285,6 +289,9 @@ func (b *scratch) push(p *prog, pc uint32, pos int, arg bool) {
 func (p *prog) exec(s string, caps []int) (int, bool) {
 	if p.cond == ^syntax.EmptyOp(0) {
 		return 0, false // the program cannot match
+	}
+	if p.pf != nil && p.pf.reject(s) {
+		return 0, false
 	}
 	start := 0
 	if p.first != nil {

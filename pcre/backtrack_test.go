@@ -23,6 +23,9 @@ var execSubjects = []string{
 // every length of captures buffer) and with Go's regexp, and reports a difference.
 func diffExec(re *Regexp, subject []byte) error {
 	want := re.re.FindSubmatchIndex(subject)
+	if m := re.Match(subject); m != (want != nil) {
+		return fmt.Errorf("%q (RE2 %q) on %q: Match %v, regexp %v", re.String(), re.RE2(), subject, m, want != nil)
+	}
 	for _, n := range []int{re.CapLen(), 2, 1, re.CapLen() + 3} {
 		caps := make([]int, n)
 		for i := range caps {

@@ -122,3 +122,30 @@ func BenchmarkMatchCapturing(b *testing.B) {
 		}
 	}
 }
+
+// firefoxUA is a browser's User-Agent: the crawler patterns of a map match none of it.
+const firefoxUA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+// BenchmarkUANoMatch: User-Agent patterns failing on a browser's agent, through
+// Exec (the backtracker, as a map key) and through Match (Go's regexp).
+func BenchmarkUANoMatch(b *testing.B) {
+	for _, p := range []string{`(googlebot|bingbot|yandex|baiduspider)`, `(crawler|spider|bot)/(\d+)`} {
+		b.Run(p, func(b *testing.B) {
+			re := MustCompile(p, true)
+			caps := make([]int, re.CapLen())
+			for b.Loop() {
+				if _, ok := re.ExecString(firefoxUA, caps); ok {
+					b.Fatal("match")
+				}
+			}
+		})
+		b.Run("go/"+p, func(b *testing.B) {
+			re := MustCompile(p, true)
+			for b.Loop() {
+				if re.MatchString(firefoxUA) {
+					b.Fatal("match")
+				}
+			}
+		})
+	}
+}

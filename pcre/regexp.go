@@ -36,11 +36,12 @@ func newRegexp(re *regexp.Regexp, pattern string, caseless bool, names []string)
 	if err != nil {
 		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
 	}
-	p, err := syntax.Compile(sre.Simplify())
+	sre = sre.Simplify()
+	p, err := syntax.Compile(sre)
 	if err != nil {
 		return nil, &Error{Pattern: pattern, Offset: len(pattern), Msg: err.Error()}
 	}
-	return &Regexp{re: re, bt: newProg(p, 2*len(names)), pattern: pattern, caseless: caseless, names: names}, nil
+	return &Regexp{re: re, bt: newProg(p, sre, 2*len(names)), pattern: pattern, caseless: caseless, names: names}, nil
 }
 
 // MustCompile is Compile for patterns known to be good; it panics on an error.
@@ -69,10 +70,17 @@ func (re *Regexp) NumCaptures() int { return len(re.names) - 1 }
 func (re *Regexp) Names() []string { return re.names }
 
 // Match reports whether b matches; it does not allocate.
-func (re *Regexp) Match(b []byte) bool { return re.re.Match(b) }
+func (re *Regexp) Match(b []byte) bool {
+	return re.MatchString(unsafe.String(unsafe.SliceData(b), len(b)))
+}
 
 // MatchString reports whether s matches; it does not allocate.
-func (re *Regexp) MatchString(s string) bool { return re.re.MatchString(s) }
+func (re *Regexp) MatchString(s string) bool {
+	if re.bt.pf != nil && re.bt.pf.reject(s) {
+		return false
+	}
+	return re.re.MatchString(s)
+}
 
 // CapLen is the length of a captures buffer that holds every group: $0 ... $n.
 func (re *Regexp) CapLen() int { return 2 * len(re.names) }
@@ -94,7 +102,7 @@ func (re *Regexp) Exec(b []byte, caps []int) (int, bool) {
 // ExecString is Exec on a string.
 func (re *Regexp) ExecString(s string, caps []int) (int, bool) {
 	if len(caps) == 0 {
-		return 0, re.re.MatchString(s)
+		return 0, re.MatchString(s)
 	}
 	if len(s) <= re.bt.maxLen {
 		return re.bt.exec(s, caps)

@@ -53,3 +53,22 @@ func BenchmarkFindRegexCaptures(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindUserAgent is the bench's reqlogic map (regex keys only, none
+// matching) on a browser's User-Agent, with captures asked for as a request does.
+func BenchmarkFindUserAgent(b *testing.B) {
+	m, err := Build("$http_user_agent", "is_bot", [][2]string{{"default", "0"},
+		{`~*(googlebot|bingbot|yandex|baiduspider)`, "1"}, {`~*(crawler|spider|bot)/(\d+)`, "1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := []byte("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
+	scratch := make([]byte, 0, 128)
+	caps := make([]int, m.MaxCaptures())
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := m.Find(k, scratch, caps); r.Found {
+			b.Fatalf("%+v", r)
+		}
+	}
+}

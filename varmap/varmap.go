@@ -390,6 +390,9 @@ func (m *Map) Find(key, scratch []byte, caps []int) Match {
 
 // findKey looks key up in the exact and wildcard keys: the value's index, or -1.
 func (m *Map) findKey(key, scratch []byte) int32 {
+	if len(m.exact) == 0 && m.head == nil && m.tail == nil {
+		return -1 // regex keys only (a User-Agent map): no key to lower-case
+	}
 	low := key
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; 'A' <= c && c <= 'Z' {
