@@ -149,3 +149,22 @@ func BenchmarkUANoMatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatchUA: capture-less unanchored case-insensitive patterns (location
+// ~*, if ~*) over a User-Agent that holds a word they need, so that no prefilter
+// decides: the matcher itself runs.
+func BenchmarkMatchUA(b *testing.B) {
+	ua := []byte("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) AppleWebKit/537.36 Chrome/120.0 Safari/537.36")
+	for _, p := range []string{`chrome/1[0-1]\d`, `googlebot/\d+\.\d+;\s+\+https?://www\.bing`, `safari/\d+`} {
+		re := MustCompile(p, true)
+		want := regexp.MustCompile(re.RE2()).Match(ua)
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if re.Match(ua) != want {
+					b.Fatal("differs from Go's regexp")
+				}
+			}
+		})
+	}
+}

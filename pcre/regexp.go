@@ -79,6 +79,14 @@ func (re *Regexp) MatchString(s string) bool {
 	if re.bt.pf != nil && re.bt.pf.reject(s) {
 		return false
 	}
+	if len(s) <= re.bt.maxLen {
+		// The backtracker, not Go's regexp: an unanchored case-insensitive
+		// pattern over a User-Agent took Go's Match 4-8 µs, the backtracker
+		// 0.1-0.2 µs.
+		var whole [2]int
+		_, ok := re.bt.exec(s, whole[:])
+		return ok
+	}
 	return re.re.MatchString(s)
 }
 
@@ -93,7 +101,7 @@ func (re *Regexp) CapLen() int { return 2 * len(re.names) }
 // regexp then matches it and allocates its result.
 func (re *Regexp) Exec(b []byte, caps []int) (int, bool) {
 	if len(caps) == 0 {
-		return 0, re.re.Match(b)
+		return 0, re.Match(b)
 	}
 	// The backtracker only reads the string during the call.
 	return re.ExecString(unsafe.String(unsafe.SliceData(b), len(b)), caps)
