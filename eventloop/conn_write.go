@@ -165,7 +165,7 @@ loop:
 				continue
 			}
 			if head.buf == nil {
-				head.buf = l.pool.Get(l.cfg.ChunkSize)
+				head.buf = l.pool.Get(max(l.cfg.ChunkSize, fileReadSize))
 			}
 			n, rerr := head.seg.Read(head.buf[:min(len(head.buf), budget)])
 			if rerr != nil {

@@ -47,6 +47,11 @@ const maxSendfile = 0x7ffff000
 // defaultSendfileMaxChunk is nginx's sendfile_max_chunk default since 1.21.4.
 const defaultSendfileMaxChunk = 2 << 20
 
+// fileReadSize is the least a file segment is read in without sendfile, nginx's
+// output_buffers default (2 32k: one pread and one writev per 32 KiB). Half as
+// much costs one more write, and wakeup of the reader, per 32 KiB.
+const fileReadSize = 32 << 10
+
 // FileSegment is a range of a regular file read with pread, under a descriptor
 // of its own. Connections use it for their queued file segments; it is exported
 // for a Conn that cannot hand a file to the kernel, such as a userspace TLS layer

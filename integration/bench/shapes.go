@@ -123,7 +123,7 @@ var shapeDefs = []shapeDef{
 	{Name: "syscalls-logbuf", Title: "system calls per request, keep-alive with access_log combined buffer=64k (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/"), accessLog: "access.log combined buffer=64k"},
 	{Name: "syscalls-tls-keepalive", Title: "system calls per request, keep-alive over TLS, ECDSA (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShapeOn(true, "/"), tls: true},
 	{Name: "cache-small", Title: "proxy_cache hit, ~100-byte response (wrk -t1 -c50)", measure: cacheShape("/cached/", 50), nginxOnly: true},
-	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
+	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile off, the default: pread and writev)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
 	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true, noResume: true},
 	{Name: "tls-hs-rsa", Title: "TLS full handshakes, RSA-2048, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close')", measure: tlsShape(true, "/", 50, "Connection: close"), tls: true, noResume: true},
 	{Name: "tls-resume", Title: "TLS resumed handshakes, ECDSA, one connection at a time (openssl s_time -reuse -www /)", measure: (*harness).tlsResume, tls: true},
