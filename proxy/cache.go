@@ -332,12 +332,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	case n > 0 && off+n <= e.Read:
 		r.SendBody(ex.rbuf[off:off+n], true) // read with the head already
 	case n > 0:
-		// As nginx, by the location's sendfile (off by default: pread and writev)
-		// and sendfile_max_chunk; the connection keeps whatever the last
-		// request set otherwise.
-		if lc, _ := r.LocConf(static.Module).(*static.LocConf); lc != nil {
-			r.Conn().SetSendfile(lc.Sendfile, int(lc.SendfileMaxChunk))
-		}
+		static.UseSendfile(r)
 		r.SendFile(e.Fd, off, n, true)
 	default:
 		r.SendBody(nil, true)

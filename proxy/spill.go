@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/numaproxy/numaproxy/static"
 	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/httpcore"
@@ -100,6 +101,7 @@ func (ex *exchange) spillFailed(err error, p []byte) {
 func (ex *exchange) drainSpill() {
 	sp := &ex.spill
 	r := ex.r
+	static.UseSendfile(r)
 	for !ex.clientBlocked && sp.sent < sp.written {
 		n := min(sp.written-sp.sent, spillSlice)
 		r.SendFile(sp.fd, sp.sent, n, false)

@@ -159,6 +159,15 @@ func confFor(r *httpcore.Request) *LocConf {
 	return lc
 }
 
+// UseSendfile makes r's connection send files as the location's sendfile and
+// sendfile_max_chunk say (nginx sets them per request from the location; off by
+// default: pread and write), not as the connection's last request left them.
+func UseSendfile(r *httpcore.Request) {
+	if lc := confFor(r); lc != nil {
+		r.Conn().SetSendfile(lc.Sendfile, int(lc.SendfileMaxChunk))
+	}
+}
+
 // coreVars gives the package's templates the core's variables and the captures
 // of the request's regex location.
 type coreVars struct {
