@@ -1038,10 +1038,7 @@ func (c *Conn) WriteFile(fd int, off, n int64) error {
 		if c.held == nil && seg.Remaining() >= int64(rs) {
 			k, err := seg.Read(l.fileBuf[:rs])
 			if err != nil {
-				c.endWrite(0, nil)
-				c.raw.Close()
-				c.raw.Close() // the stream cannot go on: drop what is queued
-				return err
+				return c.abortFileWrite(err)
 			}
 			_, werr = c.tc.Write(l.fileBuf[:k])
 			continue
@@ -1051,11 +1048,7 @@ func (c *Conn) WriteFile(fd int, off, n int64) error {
 		}
 		k, err := seg.Read(c.held[len(c.held):rs])
 		if err != nil {
-			c.dropHeld()
-			c.endWrite(0, nil)
-			c.raw.Close()
-			c.raw.Close()
-			return err
+			return c.abortFileWrite(err)
 		}
 		if c.held = c.held[:len(c.held)+k]; len(c.held) == rs {
 			_, werr = c.tc.Write(c.held)
@@ -1067,6 +1060,16 @@ func (c *Conn) WriteFile(fd int, off, n int64) error {
 	}
 	_, werr = c.endWrite(0, werr)
 	return werr
+}
+
+// abortFileWrite ends a WriteFile whose file could not be read: the stream
+// cannot go on, so what is held and queued is dropped (a second Close).
+func (c *Conn) abortFileWrite(err error) error {
+	c.dropHeld()
+	c.endWrite(0, nil)
+	c.raw.Close()
+	c.raw.Close()
+	return err
 }
 
 // SetSendfile implements eventloop.Conn: a userspace TLS connection always reads
