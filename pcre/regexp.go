@@ -76,16 +76,16 @@ func (re *Regexp) Match(b []byte) bool {
 
 // MatchString reports whether s matches; it does not allocate.
 func (re *Regexp) MatchString(s string) bool {
-	if re.bt.pf != nil && re.bt.pf.reject(s) {
-		return false
-	}
 	if len(s) <= re.bt.maxLen {
-		// The backtracker, not Go's regexp: an unanchored case-insensitive
-		// pattern over a User-Agent took Go's Match 4-8 µs, the backtracker
-		// 0.1-0.2 µs.
+		// The backtracker (its prefilter first), not Go's regexp: an unanchored
+		// case-insensitive pattern over a User-Agent took Go's Match 2-3 µs, the
+		// backtracker 0.3 µs.
 		var whole [2]int
 		_, ok := re.bt.exec(s, whole[:])
 		return ok
+	}
+	if re.bt.pf != nil && re.bt.pf.reject(s) {
+		return false
 	}
 	return re.re.MatchString(s)
 }
