@@ -365,7 +365,7 @@ func (ex *exchange) openEntry(buf []byte) (cache.Entry, error) {
 // closeEntry closes the descriptor of a served entry unless the loop keeps it.
 func (ex *exchange) closeEntry(fd int) {
 	c := ex.ck
-	if c.gen == 0 || ex.st.hits.get(c.zone, c.key, c.gen, 0) != fd {
+	if c.gen == 0 || !ex.st.hits.keeps(c.zone, c.key, c.gen, fd) {
 		unix.Close(fd)
 	}
 }

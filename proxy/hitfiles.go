@@ -25,7 +25,6 @@ type hitFiles struct {
 	open  int
 	timer eventloop.Timer
 	init  bool
-	armed bool
 }
 
 type hitFile struct {
@@ -66,10 +65,16 @@ func (h *hitFiles) put(l *eventloop.Loop, z *cache.Zone, k cache.Key, gen uint64
 		l.InitTimer(&h.timer, h.sweep)
 		h.init = true
 	}
-	if !h.armed {
+	if !h.timer.Pending() {
 		h.timer.Reset(hitFileIdle)
-		h.armed = true
 	}
+}
+
+// keeps reports whether fd is the descriptor kept for the file of generation
+// gen of k (without counting it as a use).
+func (h *hitFiles) keeps(z *cache.Zone, k cache.Key, gen uint64, fd int) bool {
+	s := h.slot(k)
+	return s.zone == z && s.key == k && s.gen == gen && s.fd == fd
 }
 
 // drop closes the descriptor kept for k (its file did not read back).
@@ -83,7 +88,6 @@ func (h *hitFiles) drop(z *cache.Zone, k cache.Key) {
 
 // sweep closes the descriptors not used for hitFileIdle.
 func (h *hitFiles) sweep(*eventloop.Timer) {
-	h.armed = false
 	now := time.Now().UnixNano()
 	for i := range h.slots {
 		if s := &h.slots[i]; s.zone != nil && now-s.used >= int64(hitFileIdle) {
@@ -94,6 +98,5 @@ func (h *hitFiles) sweep(*eventloop.Timer) {
 	}
 	if h.open > 0 {
 		h.timer.Reset(hitFileIdle)
-		h.armed = true
 	}
 }
