@@ -58,8 +58,9 @@ type exchange struct {
 	sticky    *upstream.Peer // the server the request's sticky cookie names
 	ps        *PeerStats     // peer's figures in this loop; nil when nothing reports them
 	conn      eventloop.Conn
-	reused    bool // conn came from the keep-alive cache
-	connReqs  int  // requests conn carried before this one
+	reused    bool      // conn came from the keep-alive cache
+	connReqs  int       // requests conn carried before this one
+	idle      *idleList // the keep-alive cache's list for peer, if takeIdle saw one
 	tried     upstream.Tried
 	tries     int
 	firstTry  time.Time
@@ -316,10 +317,13 @@ func (ex *exchange) connect() bool {
 
 // takeIdle is a kept-alive connection to k, unless proxy_protocol is on.
 func (ex *exchange) takeIdle(k upstream.PeerKey) (eventloop.Conn, int) {
+	ex.idle = nil
 	if ex.lc.ProxyProtocol {
 		return nil, 0
 	}
-	return ex.st.takeIdle(k)
+	conn, reqs, l := ex.st.takeIdle(k)
+	ex.idle = l
+	return conn, reqs
 }
 
 // localDialError reports an error of this host's own resources (descriptors, memory,
@@ -843,7 +847,7 @@ func (ex *exchange) keepClean(headLen int) {
 	if ex.cacheable(ex.resp.Framing() == http1.BodyNone && headLen == len(ex.rbuf)) {
 		conn := ex.conn
 		ex.conn = nil
-		ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+		ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1, ex.idle)
 	}
 }
 
@@ -961,7 +965,7 @@ func (ex *exchange) complete(clean bool) {
 		keep := ex.cacheable(clean)
 		ex.conn = nil
 		if keep {
-			ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1)
+			ex.st.cacheIdle(conn, ex.peer.Key(), ex.g, ex.connReqs+1, ex.idle)
 		} else {
 			conn.SetContext(nil)
 			conn.Close()

@@ -207,13 +207,15 @@ type loopState struct {
 	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
 	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
 	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
-	freeIdle  freelist.List[idleConn]        // recycled idleConn structs
-	scratch   []byte                         // builds values; reused, never retained
-	stats     map[peerStatsKey]*PeerStats    // upstream figures (stats.go)
-	statsList []*PeerStats                   // the same, in the order they came
-	overfull  []*upstream.Group              // groups caching more than their keepalive
-	trim      eventloop.Timer                // runs trimIdle
-	trimInit  bool                           // trim is bound to the loop
+	// idleCounts is the connections cached for each group, over its servers' lists.
+	idleCounts map[*upstream.Group]*int
+	freeIdle   freelist.List[idleConn]     // recycled idleConn structs
+	scratch    []byte                      // builds values; reused, never retained
+	stats      map[peerStatsKey]*PeerStats // upstream figures (stats.go)
+	statsList  []*PeerStats                // the same, in the order they came
+	overfull   []*upstream.Group           // groups caching more than their keepalive
+	trim       eventloop.Timer             // runs trimIdle
+	trimInit   bool                        // trim is bound to the loop
 	// bgFrom is the cache state of the request starting a background update, for
 	// the background request's content handler to take its key and lock over
 	// (cache.go); set only while StartBackground runs.
@@ -224,12 +226,13 @@ type loopState struct {
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
 	st := &loopState{
 		w: w, log: w.Log(),
-		balancers: map[*upstream.Group]*upstream.Balancer{},
-		dyn:       map[string]*dynGroup{},
-		live:      map[*upstream.Group]*liveGroup{},
-		idle:      map[upstream.PeerKey]*idleList{},
-		scratch:   make([]byte, 0, 4<<10),
-		stats:     map[peerStatsKey]*PeerStats{},
+		balancers:  map[*upstream.Group]*upstream.Balancer{},
+		dyn:        map[string]*dynGroup{},
+		live:       map[*upstream.Group]*liveGroup{},
+		idle:       map[upstream.PeerKey]*idleList{},
+		idleCounts: map[*upstream.Group]*int{},
+		scratch:    make([]byte, 0, 4<<10),
+		stats:      map[peerStatsKey]*PeerStats{},
 	}
 	st.tls = tls.NewClient(&st.backends)
 	return st
@@ -261,10 +264,10 @@ func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	}
 	for addr, l := range st.idle {
 		if !keep[addr] {
-			l.closeAll()
-			delete(st.idle, addr)
+			st.removeList(addr, l)
 		}
 	}
+	st.recount() // the counts of the old snapshot's groups go
 	for g := range st.balancers {
 		delete(st.balancers, g) // new groups, new per-loop state
 	}

@@ -21,7 +21,50 @@ type idleList struct {
 	st    *loopState
 	conns []*idleConn
 	group *upstream.Group
-	low   int // fewest cached since the last trim: conns[:low] stayed unused since then
+	count *int // the connections this loop caches for group, over all its lists (st.idleCounts)
+	low   int  // fewest cached since the last trim: conns[:low] stayed unused since then
+	gone  bool // taken out of st.idle (a reload, DNS): an exchange's hint to it is stale
+}
+
+// setGroup makes g the list's group; its connections count for g from now on.
+func (l *idleList) setGroup(g *upstream.Group) {
+	if l.group == g {
+		return
+	}
+	if l.count != nil {
+		*l.count -= len(l.conns)
+	}
+	l.group, l.count = g, l.st.idleCounter(g)
+	*l.count += len(l.conns)
+}
+
+// idleCounter is the count of cached connections to g's servers, created at 0.
+func (st *loopState) idleCounter(g *upstream.Group) *int {
+	n := st.idleCounts[g]
+	if n == nil {
+		n = new(int)
+		st.idleCounts[g] = n
+	}
+	return n
+}
+
+// recount rebuilds the counts per group from the lists, after lists went away.
+func (st *loopState) recount() {
+	clear(st.idleCounts)
+	for _, l := range st.idle {
+		l.count = nil
+		if l.group != nil {
+			l.count = st.idleCounter(l.group)
+			*l.count += len(l.conns)
+		}
+	}
+}
+
+// removeList takes the list for addr out of the cache, closing its connections.
+func (st *loopState) removeList(addr upstream.PeerKey, l *idleList) {
+	l.closeAll()
+	l.gone = true
+	delete(st.idle, addr)
 }
 
 // cacheIdle keeps conn, which has carried requests requests, for the next request to
@@ -32,25 +75,29 @@ type idleList struct {
 // keepalive_requests, or that a draining loop would only keep waiting, is closed
 // instead. Cached connections are idle for the loop: Drain closes them at once, and
 // a loop short of connections or fds may close them (oldest idle first).
-func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int) {
+// hint is the list takeIdle looked at for addr (or nil): it saves the lookup.
+func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *upstream.Group, requests int, hint *idleList) {
 	g = g.Origin() // the versions of a group that follows DNS share its keepalive
 	if (g.KeepaliveRequests > 0 && requests >= g.KeepaliveRequests) || st.w.Loop().Draining() {
 		conn.SetContext(nil)
 		conn.Close()
 		return
 	}
-	l := st.idle[addr]
-	if l == nil {
-		l = &idleList{st: st}
-		st.idle[addr] = l
+	l := hint
+	if l == nil || l.gone {
+		l = st.idle[addr]
+		if l == nil {
+			l = &idleList{st: st}
+			st.idle[addr] = l
+		}
 	}
-	l.group = g
+	l.setGroup(g)
 	if g.Keepalive <= 0 {
 		conn.SetContext(nil)
 		conn.Close()
 		return
 	}
-	if st.idleCount(g) >= g.Keepalive {
+	if *l.count >= g.Keepalive {
 		st.overLimit(g)
 	}
 	ic := st.freeIdle.Get()
@@ -58,6 +105,7 @@ func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *up
 	conn.SetContext(ic)
 	conn.SetTimeout(g.KeepaliveTimeout)
 	l.conns = append(l.conns, ic)
+	*l.count++
 	conn.SetIdle(true)
 }
 
@@ -120,31 +168,29 @@ func (st *loopState) trimIdle(*eventloop.Timer) {
 
 // idleCount is how many connections to g's servers this loop has cached.
 func (st *loopState) idleCount(g *upstream.Group) int {
-	n := 0
-	for _, l := range st.idle {
-		if l.group == g {
-			n += len(l.conns)
-		}
+	if n := st.idleCounts[g]; n != nil {
+		return *n
 	}
-	return n
+	return 0
 }
 
 // takeIdle returns the newest cached connection to addr and the requests it has
-// carried, or nil.
-func (st *loopState) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int) {
+// carried, or nil; and the list for addr (nil if none), cacheIdle's hint.
+func (st *loopState) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int, *idleList) {
 	l := st.idle[addr]
 	if l == nil || len(l.conns) == 0 {
-		return nil, 0
+		return nil, 0, l
 	}
 	ic := l.conns[len(l.conns)-1]
 	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
+	*l.count--
 	l.low = min(l.low, len(l.conns))
 	conn, requests := ic.conn, ic.requests
 	st.recycleIdle(ic)
 	conn.SetIdle(false)
 	conn.SetTimeout(0)
-	return conn, requests
+	return conn, requests, l
 }
 
 func (st *loopState) recycleIdle(ic *idleConn) {
@@ -168,6 +214,7 @@ func (ic *idleConn) forget() {
 			copy(l.conns[i:], l.conns[i+1:])
 			l.conns[len(l.conns)-1] = nil
 			l.conns = l.conns[:len(l.conns)-1]
+			*l.count--
 			l.low = min(l.low, len(l.conns))
 			break
 		}

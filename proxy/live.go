@@ -168,8 +168,7 @@ func (lg *liveGroup) rebuild() {
 		if k := p.Key(); !has[k] {
 			lg.removed[k] = true
 			if l := lg.st.idle[k]; l != nil {
-				l.closeAll()
-				delete(lg.st.idle, k)
+				lg.st.removeList(k, l)
 			}
 		}
 	}
