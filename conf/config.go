@@ -74,7 +74,7 @@ type Events struct {
 type HTTP struct {
 	Servers []*Server
 	Pos     Pos
-	confs   map[*Module]any
+	confs   moduleConfs
 }
 
 // Server is one server block.
@@ -83,7 +83,7 @@ type Server struct {
 	Names     []ServerName
 	Locations []*Location // top-level locations, in file order
 	Pos       Pos
-	confs     map[*Module]any
+	confs     moduleConfs
 }
 
 // Listen is one listen directive.
@@ -160,20 +160,20 @@ type Location struct {
 	Locations []*Location // nested, in file order
 	Parent    *Location   // nil at server level
 	Pos       Pos
-	confs     map[*Module]any
+	confs     moduleConfs
 }
 
 // MainConf returns module m's snapshot-wide config (from Module.NewMain).
 func (c *Config) MainConf(m *Module) any { return c.mains[m] }
 
 // Conf returns module m's http-level config of the http block.
-func (h *HTTP) Conf(m *Module) any { return h.confs[m] }
+func (h *HTTP) Conf(m *Module) any { return h.confs.get(m) }
 
 // Conf returns module m's config for this server, merged with the http block's.
-func (s *Server) Conf(m *Module) any { return s.confs[m] }
+func (s *Server) Conf(m *Module) any { return s.confs.get(m) }
 
 // Conf returns module m's config for this location, merged with its parents'.
-func (l *Location) Conf(m *Module) any { return l.confs[m] }
+func (l *Location) Conf(m *Module) any { return l.confs.get(m) }
 
 // Owner is the location an if or limit_except block's implicit location stands
 // in, itself for any other (nil for nil): the one whose path and kind a module

@@ -42,11 +42,11 @@ func setHTTP(c *Cursor, s *Stmt) error {
 	return child.parseHTTPBlock(HTTPCtx, h.confs)
 }
 
-func newHTTPConfs(r *Registry) map[*Module]any {
-	confs := map[*Module]any{}
+func newHTTPConfs(r *Registry) moduleConfs {
+	confs := make(moduleConfs, r.slots)
 	for _, m := range r.modules {
 		if m.NewHTTP != nil {
-			confs[m] = m.NewHTTP()
+			confs[m.slot.Load()-1] = m.NewHTTP()
 		}
 	}
 	return confs
@@ -354,7 +354,7 @@ func (c *Cursor) ParseIf(s *Stmt) (*Location, any, error) {
 	if err := c.p.parseBlock(&child, true); err != nil {
 		return nil, nil, err
 	}
-	return loc, child.confs[c.module], nil
+	return loc, child.confs.get(c.module), nil
 }
 
 // ParseLimitExcept parses the { } of a "limit_except" directive standing in the
@@ -444,10 +444,10 @@ func finishHTTP(cfg *Config) error {
 			continue
 		}
 		for _, srv := range h.Servers {
-			if err := at(srv.Pos, m.MergeHTTP(h.confs[m], srv.confs[m])); err != nil {
+			if err := at(srv.Pos, m.MergeHTTP(h.confs.get(m), srv.confs.get(m))); err != nil {
 				return err
 			}
-			if err := mergeLocations(m, srv.confs[m], srv.Locations); err != nil {
+			if err := mergeLocations(m, srv.confs.get(m), srv.Locations); err != nil {
 				return err
 			}
 		}
@@ -502,10 +502,10 @@ func parseSoKeepalive(val string, o *SocketOptions) error {
 
 func mergeLocations(m *Module, parent any, locs []*Location) error {
 	for _, loc := range locs {
-		if err := at(loc.Pos, m.MergeHTTP(parent, loc.confs[m])); err != nil {
+		if err := at(loc.Pos, m.MergeHTTP(parent, loc.confs.get(m))); err != nil {
 			return err
 		}
-		if err := mergeLocations(m, loc.confs[m], loc.Locations); err != nil {
+		if err := mergeLocations(m, loc.confs.get(m), loc.Locations); err != nil {
 			return err
 		}
 	}

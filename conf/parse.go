@@ -50,7 +50,7 @@ type Cursor struct {
 
 	p      *parser
 	lx     *lexer
-	confs  map[*Module]any                // the http-level module configs of this level
+	confs  moduleConfs                    // the http-level module configs of this level
 	module *Module                        // the module whose directive is being set
 	seen   map[string]bool                // directives already set in this block
 	raw    func(c *Cursor, s *Stmt) error // set inside a ParseRawBlock block
@@ -58,11 +58,11 @@ type Cursor struct {
 
 // HTTPConf returns the calling directive's module config at this http level (http,
 // server or location), created by its Module.NewHTTP.
-func (c *Cursor) HTTPConf() any { return c.confs[c.module] }
+func (c *Cursor) HTTPConf() any { return c.confs.get(c.module) }
 
 // HTTPConfOf returns module m's config at this http level: a directive of one module
 // may set another's, as nginx's proxy_pass sets the core's content handler.
-func (c *Cursor) HTTPConfOf(m *Module) any { return c.confs[m] }
+func (c *Cursor) HTTPConfOf(m *Module) any { return c.confs.get(m) }
 
 // MainConf returns the calling directive's module config for the whole snapshot.
 func (c *Cursor) MainConf() any { return c.p.cfg.mains[c.module] }
@@ -103,7 +103,7 @@ func (c *Cursor) ParseRawBlock(handle func(c *Cursor, s *Stmt) error) error {
 
 // parseHTTPBlock is ParseBlock for the http-level blocks, which also get a fresh set
 // of module configs.
-func (c *Cursor) parseHTTPBlock(ctx Context, confs map[*Module]any) error {
+func (c *Cursor) parseHTTPBlock(ctx Context, confs moduleConfs) error {
 	child := *c
 	child.Ctx, child.Block, child.seen, child.confs = ctx, nil, map[string]bool{}, confs
 	return c.p.parseBlock(&child, true)

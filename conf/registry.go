@@ -3,6 +3,7 @@ package conf
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // Context is a set of places a directive may stand, as nginx's NGX_*_CONF bits.
@@ -110,6 +111,10 @@ type Module struct {
 	// which Go would call an initialisation cycle.
 	Check func(cfg *Config, self *Module) error
 
+	// slot is the module's index + 1 in every block's configs (moduleConfs), given
+	// once, by the first registry that lists it; 0 before.
+	slot atomic.Int32
+
 	// Ctx is what the layer that runs the module needs of it besides directives and
 	// configs, as ngx_module_t's ctx: for an HTTP module, its *httpcore.Hooks
 	// (variables, phase handlers, filters). conf does not look at it.
@@ -121,6 +126,22 @@ type Module struct {
 type Registry struct {
 	modules []*Module
 	byName  map[string][]*registered
+	slots   int // the length of a block's moduleConfs: the highest slot of modules
+}
+
+// moduleSlots numbers modules for moduleConfs, across all registries.
+var moduleSlots atomic.Int32
+
+// moduleConfs are a block's module configs, by the modules' slots: a request asks
+// for several per phase, and indexing costs less than a map lookup.
+type moduleConfs []any
+
+// get is module m's config in the block, nil if it has none.
+func (c moduleConfs) get(m *Module) any {
+	if i := int(m.slot.Load()) - 1; uint(i) < uint(len(c)) {
+		return c[i]
+	}
+	return nil
 }
 
 type registered struct {
@@ -138,6 +159,10 @@ func NewRegistry(modules ...*Module) (*Registry, error) {
 			continue
 		}
 		r.modules = append(r.modules, m)
+		if m.slot.Load() == 0 {
+			m.slot.CompareAndSwap(0, moduleSlots.Add(1))
+		}
+		r.slots = max(r.slots, int(m.slot.Load()))
 		for i := range m.Directives {
 			d := &m.Directives[i]
 			for _, other := range r.byName[d.Name] {
