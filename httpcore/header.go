@@ -170,8 +170,7 @@ func (r *Request) writeHeader() {
 	}
 	b = append(b, "\r\n"...)
 	if !h.HasServer {
-		b = append(b, "Server: "...)
-		b = append(b, c.serverToken()...)
+		b = c.appendServerToken(append(b, "Server: "...))
 		b = append(b, "\r\n"...)
 	}
 	if !h.HasDate {

@@ -150,11 +150,12 @@ func (c *conn) keepPage(b []byte) []byte {
 	return b
 }
 
-func (c *conn) serverToken() string {
+func (c *conn) appendServerToken(b []byte) []byte {
+	b = append(b, "numaproxy"...)
 	if c.lcf.ServerTokens {
-		return "numaproxy/" + Version
+		b = append(append(b, '/'), Version...) // appended: a concatenation per response cost a copy
 	}
-	return "numaproxy"
+	return b
 }
 
 // maxURIChanges is nginx's NGX_HTTP_MAX_URI_CHANGES: the internal redirects one
