@@ -78,12 +78,15 @@ type exchange struct {
 	// may still wait for the length it was told: its connection is not reused.
 	bodyWithheld bool
 
-	resp     http1.Response
-	rbuf     []byte // pooled: the response head as it arrives
-	framing  http1.BodyFraming
-	rlen     http1.LengthBody
-	rchunks  http1.ChunkedDecoder
-	gotBytes bool // any response byte arrived on the current connection
+	resp http1.Response
+	rbuf []byte // pooled: the response head as it arrives
+	// rbufLoaned: rbuf is the loop's read buffer, where a whole head came
+	// (headInPlace); valid only until OnData returns, never put back.
+	rbufLoaned bool
+	framing    http1.BodyFraming
+	rlen       http1.LengthBody
+	rchunks    http1.ChunkedDecoder
+	gotBytes   bool // any response byte arrived on the current connection
 
 	ck *cacheCtx // proxy_cache's state (cache.go); kept across requests
 
@@ -554,6 +557,9 @@ func (ex *exchange) dropConn() {
 
 // resetResponse forgets a response head in progress, for the next try.
 func (ex *exchange) resetResponse() {
+	if ex.rbufLoaned {
+		ex.rbuf, ex.rbufLoaned = nil, false
+	}
 	if ex.rbuf != nil {
 		ex.rbuf = ex.rbuf[:0]
 	}
@@ -640,6 +646,9 @@ func (ex *exchange) onData(data []byte) {
 
 // takeHead accumulates and parses the response head, then starts the response.
 func (ex *exchange) takeHead(data []byte) {
+	if ex.rbuf == nil && ex.ck == nil && ex.headInPlace(data) {
+		return
+	}
 	pool := ex.st.pool()
 	if ex.rbuf == nil {
 		ex.rbuf = pool.Get(max(4096, len(data)))[:0]
@@ -683,6 +692,35 @@ func (ex *exchange) takeHead(data []byte) {
 		ex.startResponse(n)
 		return
 	}
+}
+
+// headInPlace parses a head that begins data, the first bytes of the response,
+// where they lie in the loop's read buffer: when the whole head is there (the
+// common case) the response starts without copying it into a pool buffer. It
+// reports false when the head is not whole, or is interim: takeHead copies data
+// and the parse goes on from where it stopped (the parser keeps offsets).
+func (ex *exchange) headInPlace(data []byte) bool {
+	limit := ex.lc.BufferSize
+	ex.resp.Limits = http1.Limits{MaxLineSize: limit + 1, MaxHeadSize: limit + 1}
+	n, err := ex.resp.Parse(data[:min(len(data), limit)])
+	switch {
+	case errors.Is(err, http1.ErrNeedMore):
+		return false
+	case err != nil:
+		ex.fail(NextInvalidHeader, 502, "upstream sent invalid header: "+err.Error())
+		return true
+	case ex.resp.Interim():
+		return false
+	}
+	ex.rbuf, ex.rbufLoaned = data, true
+	ex.startResponse(n)
+	if ex.rbufLoaned && ex.rbuf != nil {
+		// Something still holds the head after this read: it moves to a pool buffer.
+		b := append(ex.st.pool().Get(max(4096, len(ex.rbuf)))[:0], ex.rbuf...)
+		ex.rbuf, ex.rbufLoaned = b, false
+		ex.resp.Parse(b[:min(len(b), limit)]) // parsed already: points the fields at b
+	}
+	return true
 }
 
 // startResponse decides what to do with a complete response head.
@@ -775,6 +813,9 @@ func (ex *exchange) startResponse(headLen int) {
 }
 
 func (ex *exchange) releaseResponseBuffer() {
+	if ex.rbufLoaned {
+		ex.rbuf, ex.rbufLoaned = nil, false
+	}
 	if ex.rbuf != nil {
 		ex.st.pool().Put(ex.rbuf[:cap(ex.rbuf)])
 		ex.rbuf = nil
@@ -1070,7 +1111,7 @@ func (ex *exchange) release() {
 	pool := ex.st.pool()
 	putBuffer(pool, &ex.head)
 	putBuffer(pool, &ex.replay)
-	putBuffer(pool, &ex.rbuf)
+	ex.releaseResponseBuffer()
 	ex.file.Close()
 	ex.closeSpill()
 }
