@@ -41,7 +41,9 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	*ex = exchange{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
+	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
+	ex.resp.Reset()
+	ex.resp.Limits = http1.Limits{}
 	if ck != nil {
 		ck.ex, ck.zone, ck.status = nil, nil, csNone
 	}
