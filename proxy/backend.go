@@ -48,6 +48,8 @@ type exchange struct {
 	// resp is kept out of exchangeState, which is zeroed for each request: its
 	// field array is 1.8 KB, two thirds of the exchange, and Reset readies it.
 	resp http1.Response
+	// gen counts the requests (and internal redirects) the exchange served.
+	gen uint32
 }
 
 // exchangeState is an exchange's state but the response head.
@@ -639,15 +641,27 @@ func errString(err error) string {
 func (ex *exchange) onData(data []byte) {
 	ex.gotBytes = true
 	ex.try().received += int64(len(data))
-	ex.armRead()
+	conn, gen := ex.conn, ex.gen
 	switch ex.state {
-	case exConnecting, exHead:
+	case exConnecting:
 		ex.state = exHead
+		ex.takeHead(data)
+		return
+	case exHead:
 		ex.takeHead(data)
 	case exBody:
 		ex.takeBody(data)
 	case exTunnel:
+		ex.armRead()
 		ex.r.TunnelWrite(data)
+		return
+	}
+	// proxy_read_timeout runs from this read, armed after the bytes are taken:
+	// when they end the response, the connection's timer is set once (cached or
+	// closed) instead of twice. Not for a request that moved on (a retry, the next
+	// one) nor a tunnel, whose own writes may have set proxy_send_timeout.
+	if ex.conn == conn && ex.gen == gen && (ex.state == exHead || ex.state == exBody) {
+		ex.armRead()
 	}
 }
 

@@ -44,6 +44,7 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
 	ex.resp.Reset()
 	ex.resp.Limits = http1.Limits{}
+	ex.gen++
 	if ck != nil {
 		ck.ex, ck.zone, ck.status = nil, nil, csNone
 	}
