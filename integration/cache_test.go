@@ -741,28 +741,36 @@ func TestCacheHitSendfileByLocation(t *testing.T) {
 // TestCacheHitHeadWithBodyLikeNginx: a cache hit read with pread (sendfile off)
 // sends its head with the body's first bytes, one TCP segment for a 20 KiB
 // entry, as nginx's writev of its header and first output buffer does; the head
-// used to go out on its own first.
+// used to go out on its own first. Also behind a PROXY protocol header.
 func TestCacheHitHeadWithBodyLikeNginx(t *testing.T) {
 	body := strings.Repeat("0123456789abcdef", 20<<10/16)
 	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
-	conf := func(addr string) string {
+	conf := func(addr, pp string) string {
 		return fmt.Sprintf(`
     proxy_cache_path cache keys_zone=z:1m;
     server {
         listen %s;
+        listen %s proxy_protocol;
         location / { proxy_pass http://%s; proxy_cache z; proxy_cache_valid 200 1h; }
     }
-`, addr, up.Addr)
+`, addr, pp, up.Addr)
 	}
-	ours, theirs := addrFor(t), addrFor(t)
-	startHTTP(t, conf(ours), ours)
-	startNginx(t, conf(theirs), theirs)
-	for _, server := range []struct{ name, addr string }{{"numaproxy", ours}, {"nginx", theirs}} {
+	ours, oursPP, theirs, theirsPP := addrFor(t), addrFor(t), addrFor(t), addrFor(t)
+	startHTTP(t, conf(ours, oursPP), ours, oursPP)
+	startNginx(t, conf(theirs, theirsPP), theirs, theirsPP)
+	const preamble = "PROXY TCP4 192.0.2.1 127.0.0.1 5000 80\r\n"
+	for _, server := range []struct{ name, addr, preamble string }{
+		{"numaproxy", ours, ""}, {"nginx", theirs, ""},
+		{"numaproxy proxy_protocol", oursPP, preamble}, {"nginx proxy_protocol", theirsPP, preamble},
+	} {
 		c, err := net.Dial("tcp", server.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		if _, err := io.WriteString(c, server.preamble); err != nil {
+			t.Fatal(err)
+		}
 		br := bufio.NewReader(c)
 		var segs []uint32
 		for i := range 3 { // stored, then two hits
