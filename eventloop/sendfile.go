@@ -294,8 +294,10 @@ func (c *conn) WritevFile(bufs [][]byte, fd int, off, n int64) error {
 	}
 	q.chunks = append(q.chunks, ch)
 	q.size += k - sent + int(seg.end-seg.off)
-	if w < total+k {
-		return c.keepFile(fd, nil) // the socket is full
+	if w < total+k || c.maxChunk > 0 && k >= int(c.maxChunk) {
+		// The socket is full, or this event's file bytes went out: the rest
+		// waits for the next round, as in send.
+		return c.keepFile(fd, nil)
 	}
 	return c.keepFile(fd, c.send()) // the rest of the file, as WriteFile
 }

@@ -852,6 +852,9 @@ func TestWritevFileOrder(t *testing.T) {
 					if c.Queued() == 0 {
 						t.Error("everything went out at once: nothing left to resume")
 					}
+					if q := c.Queued(); tc.maxChunk > 0 && q != int(tc.n)-tc.maxChunk {
+						t.Errorf("%d bytes queued, want all but the %d file bytes of one event", q, tc.maxChunk)
+					}
 					if after := countFds(t); tc.noFdsLeft && after != before {
 						t.Errorf("fds %d -> %d: a file read whole kept a descriptor", before, after)
 					}
