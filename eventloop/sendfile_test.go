@@ -754,7 +754,8 @@ func dataSegsOut(t testing.TB, fd int) uint32 {
 // in one TCP segment (nginx's writev of the head and its first 32 KiB buffer),
 // not the head on its own first: without sendfile for the file's first read,
 // with sendfile for a file of a few KiB. A larger file with sendfile is the head
-// then sendfile. Fails with WritevFile as Writev then WriteFile.
+// then sendfile (content checked only: the kernel's autocorking may merge the
+// two). Fails with WritevFile as Writev then WriteFile (2 segments).
 func TestWritevFileOneSegment(t *testing.T) {
 	small, smallData := patternFile(t, 4<<10, 11)
 	mid, midData := patternFile(t, 20<<10, 12)
@@ -767,7 +768,7 @@ func TestWritevFileOneSegment(t *testing.T) {
 	}{
 		{"pread", false, mid, midData, 1},
 		{"sendfile small", true, small, smallData, 1},
-		{"sendfile larger", true, mid, midData, 2},
+		{"sendfile larger", true, mid, midData, 0}, // head then sendfile (autocorking may merge them)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			segs := make(chan uint32, 1)
@@ -792,7 +793,7 @@ func TestWritevFileOneSegment(t *testing.T) {
 			if want := append([]byte("head line\r\n"), tc.data...); !bytes.Equal(got, want) {
 				t.Fatalf("got %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
 			}
-			if n := recv(t, segs); n != tc.segs {
+			if n := recv(t, segs); tc.segs > 0 && n != tc.segs {
 				t.Fatalf("%d segments with data, want %d", n, tc.segs)
 			}
 		})
