@@ -149,6 +149,11 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 	if err := checkFile(fd, off, n); err != nil {
 		return err
 	}
+	return c.writeFile(fd, off, n)
+}
+
+// writeFile is WriteFile for a range checkFile accepted.
+func (c *conn) writeFile(fd int, off, n int64) error {
 	if n == 0 {
 		return nil
 	}
@@ -165,22 +170,136 @@ func (c *conn) WriteFile(fd int, off, n int64) error {
 	// Nothing queued: send now what the socket takes, under the caller's fd, and
 	// dup only for a rest.
 	c.queue().appendFile(FileSegment{fd: fd, off: off, end: off + n}, false)
-	err := c.send()
-	if c.q.size == 0 {
+	return c.keepFile(fd, c.send())
+}
+
+// keepFile ends a write that queued a segment under the caller's fd and then
+// sent what the socket took (send's error is err): the segment left queued, the
+// last chunk if any, gets a descriptor of its own if file bytes are still to be
+// read from it, none if they are all in its buffer.
+func (c *conn) keepFile(fd int, err error) error {
+	if c.q.size == 0 && err == nil {
 		return nil
 	}
-	last := &c.q.chunks[len(c.q.chunks)-1] // what is left is this segment's
-	if err == nil {
-		last.seg.fd, err = dupFile(fd)
+	if c.q.size > 0 {
+		last := &c.q.chunks[len(c.q.chunks)-1] // what is left is this segment's
+		switch {
+		case err != nil:
+		case last.seg.off == last.seg.end:
+			last.seg.fd = -1 // read whole: no descriptor needed
+			c.queued()
+			return nil
+		default:
+			last.seg.fd, err = dupFile(fd)
+		}
+		if err != nil {
+			last.seg.fd = -1 // never the caller's
+		} else {
+			last.owned = true
+			c.queued()
+			return nil
+		}
 	}
-	if err != nil {
-		last.seg.fd = -1 // never the caller's
-		c.fail(err)
+	c.fail(err)
+	return err
+}
+
+// smallFileRead is the largest file range WritevFile reads rather than hands
+// to sendfile(2) when sendfile is on: for a few KiB, pread and one writev of the
+// bytes before and the file are as many system calls as a writev and a
+// sendfile, and one TCP segment fewer (the static module's measure, which reads
+// such files itself).
+const smallFileRead = 8 << 10
+
+// WritevFile is Writev(bufs) then WriteFile(fd, off, n), the file's first bytes
+// sent with bufs in one writev (nginx's writev of a response head and its first
+// output buffer) rather than bufs on their own first: without sendfile the
+// file's first fileReadSize bytes are read with pread into a pool buffer for
+// that (as the queue would read them next), with sendfile a range of at most
+// smallFileRead bytes is. When output is queued already, a larger range with
+// sendfile, or more than maxIovecs-1 buffers, it is Writev and WriteFile. Errors
+// are WriteFile's; a range refused leaves the connection as it was (bufs not
+// sent either).
+func (c *conn) WritevFile(bufs [][]byte, fd int, off, n int64) error {
+	if err := c.writable(); err != nil {
 		return err
 	}
-	last.owned = true
-	c.queued()
-	return nil
+	if err := checkFile(fd, off, n); err != nil {
+		return err
+	}
+	total, nbufs := 0, 0
+	for _, b := range bufs {
+		if len(b) > 0 {
+			total += len(b)
+			nbufs++
+		}
+	}
+	if n == 0 || total == 0 || nbufs >= maxIovecs || c.state != connOpen || c.q.size > 0 || c.rl != nil ||
+		c.sendfile && n > smallFileRead {
+		if _, err := c.Writev(bufs); err != nil {
+			return err
+		}
+		return c.writeFile(fd, off, n)
+	}
+	l := c.loop
+	buf := l.pool.Get(max(l.cfg.ChunkSize, fileReadSize))
+	piece := buf[:min(int64(len(buf)), n)]
+	if c.maxChunk > 0 {
+		piece = piece[:min(len(piece), int(c.maxChunk))]
+	}
+	seg := FileSegment{fd: fd, off: off, end: off + n}
+	k, err := seg.Read(piece)
+	if err != nil {
+		l.pool.Put(buf)
+		err = fmt.Errorf("write file: %w", err)
+		c.fail(err) // the bytes before it cannot be followed
+		return err
+	}
+	iov := l.iov[:0]
+	for _, b := range bufs {
+		if len(b) > 0 {
+			iov = append(iov, b)
+		}
+	}
+	iov = append(iov, buf[:k])
+	w, werr := l.rawWritev(c.fd, iov)
+	clear(iov) // drop references to the caller's and the pool's buffers
+	if werr != nil && werr != unix.EAGAIN && werr != unix.EINTR {
+		l.pool.Put(buf)
+		c.fail(fmt.Errorf("writev: %w", werr))
+		return c.failErr
+	}
+	w = max(w, 0)
+	if w == total+k && seg.off == seg.end {
+		l.pool.Put(buf)
+		return nil
+	}
+	// Queue the rest in order: what bufs has left, the piece's unsent bytes, the
+	// file after it (under the caller's fd until keepFile).
+	skip := w
+	for _, b := range bufs {
+		if skip >= len(b) {
+			skip -= len(b)
+			continue
+		}
+		c.queue().append(l.pool, l.cfg.ChunkSize, b[skip:])
+		skip = 0
+	}
+	q := c.queue()
+	sent := max(w-total, 0)
+	ch := chunk{file: true, seg: seg, buf: buf, r: sent, w: k}
+	if sent == k {
+		l.pool.Put(buf)
+		ch.buf, ch.r, ch.w = nil, 0, 0
+	}
+	q.chunks = append(q.chunks, ch)
+	q.size += k - sent + int(seg.end-seg.off)
+	if w < total+k || c.maxChunk > 0 && k >= int(c.maxChunk) {
+		// The socket is full, or this event's file bytes went out: the rest
+		// waits for the next round, as in send.
+		return c.keepFile(fd, nil)
+	}
+	return c.keepFile(fd, c.send()) // the rest of the file, as WriteFile
 }
 
 // SetSendfile implements Conn.

@@ -733,3 +733,179 @@ func TestFileSegment(t *testing.T) {
 		t.Fatal("a range beyond the end was accepted")
 	}
 }
+
+// writevFile is the WritevFile of an eventloop connection (a Conn does not have it).
+func writevFile(t testing.TB, c Conn, bufs [][]byte, path string, off, n int64) error {
+	fd := openFd(t, path)
+	defer unix.Close(fd)
+	return c.(*conn).WritevFile(bufs, fd, off, n)
+}
+
+// dataSegsOut is the number of TCP segments with data fd's socket sent.
+func dataSegsOut(t testing.TB, fd int) uint32 {
+	info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Data_segs_out
+}
+
+// TestWritevFileOneSegment: a response head and a file go out with one writev,
+// in one TCP segment (nginx's writev of the head and its first 32 KiB buffer),
+// not the head on its own first: without sendfile for the file's first read,
+// with sendfile for a file of a few KiB. A larger file with sendfile is the head
+// then sendfile (content checked only: the kernel's autocorking may merge the
+// two). Fails with WritevFile as Writev then WriteFile (2 segments).
+func TestWritevFileOneSegment(t *testing.T) {
+	small, smallData := patternFile(t, 4<<10, 11)
+	mid, midData := patternFile(t, 20<<10, 12)
+	for _, tc := range []struct {
+		name     string
+		sendfile bool
+		path     string
+		data     []byte
+		segs     uint32
+	}{
+		{"pread", false, mid, midData, 1},
+		{"sendfile small", true, small, smallData, 1},
+		{"sendfile larger", true, mid, midData, 0}, // head then sendfile (autocorking may merge them)
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			segs := make(chan uint32, 1)
+			h := &funcHandler{data: func(c Conn, _ []byte) {
+				c.SetSendfile(tc.sendfile, 0)
+				before := dataSegsOut(t, c.Fd())
+				if err := writevFile(t, c, [][]byte{[]byte("head "), nil, []byte("line\r\n")}, tc.path, 0, int64(len(tc.data))); err != nil {
+					t.Error(err)
+				}
+				segs <- dataSegsOut(t, c.Fd()) - before
+				_ = c.Close()
+			}}
+			_, addr := startLoop(t, Config{Handler: h})
+			r := dial(t, addr)
+			if _, err := r.Write([]byte("go")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := append([]byte("head line\r\n"), tc.data...); !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+			}
+			if n := recv(t, segs); tc.segs > 0 && n != tc.segs {
+				t.Fatalf("%d segments with data, want %d", n, tc.segs)
+			}
+		})
+	}
+}
+
+// TestWritevFileOrder: bytes, a file's first piece and its rest arrive in order
+// when the socket takes only part of them: the write ends inside the bytes,
+// inside the piece, or after it (the rest read as the socket drains, or sent
+// with sendfile); bytes written after wait behind the file; a small file read
+// whole and partly sent keeps no descriptor; a bound on the file bytes per event
+// and output already queued are honoured.
+func TestWritevFileOrder(t *testing.T) {
+	big, bigData := patternFile(t, 1<<20+3, 13)
+	small, smallData := patternFile(t, 6<<10, 14)
+	long := bytes.Repeat([]byte("h"), 200<<10) // more than the socket takes at once
+	for _, mode := range sendModes {
+		for _, tc := range []struct {
+			name      string
+			sndbuf    int
+			maxChunk  int
+			queued    bool // output queued before WritevFile
+			bufs      [][]byte
+			path      string
+			data      []byte
+			off, n    int64
+			noFdsLeft bool
+		}{
+			{name: "inside the bytes", sndbuf: 4 << 10, bufs: [][]byte{[]byte("head\r\n"), long}, path: big, data: bigData, n: int64(len(bigData))},
+			{name: "inside the piece", sndbuf: 4 << 10, bufs: [][]byte{[]byte("head\r\n")}, path: big, data: bigData, off: 7, n: int64(len(bigData)) - 9},
+			{name: "small file", sndbuf: 4 << 10, bufs: [][]byte{long[:30<<10]}, path: small, data: smallData, n: int64(len(smallData)), noFdsLeft: true},
+			{name: "max chunk", sndbuf: 0, maxChunk: 1000, bufs: [][]byte{[]byte("head\r\n")}, path: big, data: bigData, n: int64(len(bigData))},
+			{name: "queued before", sndbuf: 4 << 10, queued: true, bufs: [][]byte{[]byte("head\r\n")}, path: small, data: smallData, n: int64(len(smallData))},
+		} {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				var want bytes.Buffer
+				if tc.queued {
+					want.Write(long)
+				}
+				for _, b := range tc.bufs {
+					want.Write(b)
+				}
+				want.Write(tc.data[tc.off : tc.off+tc.n])
+				want.WriteString("tail")
+				h := &funcHandler{data: func(c Conn, _ []byte) {
+					if tc.sndbuf > 0 {
+						_ = unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, tc.sndbuf)
+					}
+					c.SetSendfile(mode.sendfile, tc.maxChunk)
+					if tc.queued {
+						_, _ = c.Write(long)
+					}
+					before := countFds(t)
+					if err := writevFile(t, c, tc.bufs, tc.path, tc.off, tc.n); err != nil {
+						t.Error(err)
+					}
+					if c.Queued() == 0 {
+						t.Error("everything went out at once: nothing left to resume")
+					}
+					if q := c.Queued(); tc.maxChunk > 0 && q != int(tc.n)-tc.maxChunk {
+						t.Errorf("%d bytes queued, want all but the %d file bytes of one event", q, tc.maxChunk)
+					}
+					if after := countFds(t); tc.noFdsLeft && after != before {
+						t.Errorf("fds %d -> %d: a file read whole kept a descriptor", before, after)
+					}
+					_, _ = c.Write([]byte("tail"))
+					_ = c.Close()
+				}}
+				_, addr := startLoop(t, Config{Handler: h})
+				r := dialRcvbuf(t, addr, 16<<10)
+				if _, err := r.Write([]byte("go")); err != nil {
+					t.Fatal(err)
+				}
+				_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
+				got, err := io.ReadAll(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want.Bytes()) {
+					t.Fatalf("got %d bytes, want %d; first difference at %d", len(got), want.Len(), firstDiff(got, want.Bytes()))
+				}
+			})
+		}
+	}
+}
+
+// TestWritevFileErrors: a range WriteFile refuses is refused before anything
+// is sent (the bytes neither), and the connection stays as it was.
+func TestWritevFileErrors(t *testing.T) {
+	path, _ := patternFile(t, 64<<10, 15)
+	var conn Conn
+	h := echoHandler()
+	h.open = func(c Conn) { conn = c }
+	l, addr := startLoop(t, Config{Handler: h})
+	r := dial(t, addr)
+	waitFor(t, "accepted", func() bool { var ok bool; onLoop(t, l, func() { ok = conn != nil }); return ok })
+	before := countFds(t)
+	onLoop(t, l, func() {
+		for _, sendfile := range []bool{false, true} {
+			conn.SetSendfile(sendfile, 0)
+			if err := writevFile(t, conn, [][]byte{[]byte("head")}, path, 1, 64<<10); err == nil {
+				t.Error("a range beyond the end accepted")
+			}
+		}
+		if conn.Queued() != 0 {
+			t.Errorf("%d bytes queued after a refused range", conn.Queued())
+		}
+	})
+	if after := countFds(t); after != before {
+		t.Fatalf("fds %d -> %d after refused ranges", before, after)
+	}
+	if got := roundTrip(t, r, "still open"); got != "still open" {
+		t.Fatalf("echo %q: the head of a refused range went out", got)
+	}
+}

@@ -419,9 +419,19 @@ func (r *Request) writeBody(o *Out) {
 			if r.chunked {
 				iov = append(iov, http1.AppendChunkHeader(r.chunkHdr[:0], int(o.FileN)))
 			}
-			r.write(iov, true)
+			var err error
+			if fw, ok := c.conn.(fileWriter); ok && len(iov) > 0 {
+				for _, p := range iov {
+					r.wireSent += int64(len(p))
+				}
+				err = fw.WritevFile(iov, o.FileFd, o.FileOff, o.FileN)
+				clear(iov)
+			} else {
+				r.write(iov, true)
+				err = c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN)
+			}
 			iov = r.iov[:0]
-			if err := c.conn.WriteFile(o.FileFd, o.FileOff, o.FileN); err != nil {
+			if err != nil {
 				c.w.log.Error("sending a file to the client failed: "+err.Error(), "client", c.RemoteAddr().String())
 				c.keepAlive = false
 				c.closeAfterFlush()
@@ -438,6 +448,13 @@ func (r *Request) writeBody(o *Out) {
 		}
 	}
 	r.write(iov, !o.Last && !o.Flush)
+}
+
+// fileWriter is a connection that sends bytes and then a file with the file's
+// first bytes in the same system call as the bytes (eventloop's connections), so
+// that a response head does not go out on its own before the file.
+type fileWriter interface {
+	WritevFile(bufs [][]byte, fd int, off, n int64) error
 }
 
 // moreWriter is a connection that may hold back the end of a write that more

@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cacheUpstream answers by path with the caching fields each case needs and counts
@@ -732,4 +736,78 @@ func TestCacheHitSendfileByLocation(t *testing.T) {
 		t.Errorf("hit in the sendfile-on location: %d read calls, want fewer than 16 (sendfile)", on)
 	}
 	t.Logf("read calls per 1 MiB hit: sendfile on %d, off %d", on, off)
+}
+
+// TestCacheHitHeadWithBodyLikeNginx: a cache hit read with pread (sendfile off)
+// sends its head with the body's first bytes, one TCP segment for a 20 KiB
+// entry, as nginx's writev of its header and first output buffer does; the head
+// used to go out on its own first. Also behind a PROXY protocol header.
+func TestCacheHitHeadWithBodyLikeNginx(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 20<<10/16)
+	up := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
+	conf := func(addr, pp string) string {
+		return fmt.Sprintf(`
+    proxy_cache_path cache keys_zone=z:1m;
+    server {
+        listen %s;
+        listen %s proxy_protocol;
+        location / { proxy_pass http://%s; proxy_cache z; proxy_cache_valid 200 1h; }
+    }
+`, addr, pp, up.Addr)
+	}
+	ours, oursPP, theirs, theirsPP := addrFor(t), addrFor(t), addrFor(t), addrFor(t)
+	startHTTP(t, conf(ours, oursPP), ours, oursPP)
+	startNginx(t, conf(theirs, theirsPP), theirs, theirsPP)
+	const preamble = "PROXY TCP4 192.0.2.1 127.0.0.1 5000 80\r\n"
+	for _, server := range []struct{ name, addr, preamble string }{
+		{"numaproxy", ours, ""}, {"nginx", theirs, ""},
+		{"numaproxy proxy_protocol", oursPP, preamble}, {"nginx proxy_protocol", theirsPP, preamble},
+	} {
+		c, err := net.Dial("tcp", server.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, server.preamble); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		var segs []uint32
+		for i := range 3 { // stored, then two hits
+			before := dataSegsIn(t, c)
+			if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(got) != body {
+				t.Fatalf("%s, request %d: %d bytes (%v), want the 20 KiB body", server.name, i+1, len(got), err)
+			}
+			segs = append(segs, dataSegsIn(t, c)-before)
+		}
+		if segs[1] != 1 || segs[2] != 1 {
+			t.Errorf("%s: segments with data per response %v, want 1 for each hit", server.name, segs)
+		}
+	}
+}
+
+// dataSegsIn is the number of TCP segments with data c received.
+func dataSegsIn(t *testing.T, c net.Conn) uint32 {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || ierr != nil {
+		t.Fatal(err, ierr)
+	}
+	return info.Data_segs_in
 }

@@ -150,7 +150,7 @@ func (ex *exchange) conditions(ts []*httpcore.Template) bool {
 // trip upstream (false).
 func (ex *exchange) cacheLookup() bool {
 	c, cc := ex.ck, &ex.lc.Cache
-	now := time.Now()
+	now := ex.st.w.Loop().Now() // the batch's time, as nginx's ngx_time()
 	c.key = c.main
 	st := c.zone.Acquire(c.key, now.UnixNano())
 	if len(st.Vary) > 0 {
@@ -348,7 +348,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 // descriptor it opens is kept. An ErrShort leaves it kept.
 func (ex *exchange) openEntry(buf []byte) (cache.Entry, error) {
 	c, h := ex.ck, &ex.st.hits
-	now := time.Now().UnixNano()
+	now := ex.st.w.Loop().Now().UnixNano()
 	if c.gen != 0 {
 		if fd := h.get(c.zone, c.key, c.gen, now); fd >= 0 {
 			return cache.Reread(fd, c.text, buf)

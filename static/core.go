@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -198,7 +197,8 @@ func (v *coreVars) AppendVar(dst []byte, name string) ([]byte, bool) {
 func (st *loopState) fill(r *httpcore.Request, rs *reqState) *Request {
 	req := &st.req
 	hd := r.Head()
-	*req = Request{Method: hd.Method(), URI: r.URI(), Internal: r.Internal(), Now: time.Now().Unix()}
+	// The batch's time, as the Date header's (nginx's ngx_time() for both).
+	*req = Request{Method: hd.Method(), URI: r.URI(), Internal: r.Internal(), Now: st.w.Loop().Now().Unix()}
 	if r.AsGET() && !r.IsHEAD() {
 		req.Method = methodGET
 	}
@@ -644,7 +644,7 @@ func headerFilter(r *httpcore.Request) {
 				sr.LastModified = t
 			}
 		}
-		ExpiresFilter(lc, sr, time.Now().Unix())
+		ExpiresFilter(lc, sr, st.w.Loop().Now().Unix())
 		if sr.Expires != nil {
 			h.Del("Expires")
 			h.Del("Cache-Control")

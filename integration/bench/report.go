@@ -223,7 +223,7 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 			return e
 		}
 		switch shape {
-		case "syscalls-keepalive", "syscalls-close", "syscalls-tls-keepalive", "syscalls-static", "syscalls-log", "syscalls-logbuf":
+		case "syscalls-keepalive", "syscalls-close", "syscalls-tls-keepalive", "syscalls-static", "syscalls-log", "syscalls-logbuf", "syscalls-cache-large":
 			printSyscallTable(tw, rows)
 		case "openloop":
 			fmt.Fprintln(tw, "proxy\treq/s\tCPU µs/req\tCPU ×nginx\tp50 µs\tp99 µs\tp99.9 µs\tp99 ×nginx\tsend lag p99 µs\tRSS MiB\terrors\treruns\t")

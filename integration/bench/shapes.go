@@ -122,6 +122,7 @@ var shapeDefs = []shapeDef{
 	{Name: "syscalls-log", Title: "system calls per request, keep-alive with access_log combined to a file (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/"), accessLog: "access.log combined"},
 	{Name: "syscalls-logbuf", Title: "system calls per request, keep-alive with access_log combined buffer=64k (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/"), accessLog: "access.log combined buffer=64k"},
 	{Name: "syscalls-tls-keepalive", Title: "system calls per request, keep-alive over TLS, ECDSA (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShapeOn(true, "/"), tls: true},
+	{Name: "syscalls-cache-large", Title: "system calls per request, cache-large's 1 MiB proxy_cache hit (perf trace -s during wrk -t1 -c16; not in the default set)", measure: warmCache("/cached/1m", syscallShape("/cached/1m")), nginxOnly: true},
 	{Name: "cache-small", Title: "proxy_cache hit, ~100-byte response (wrk -t1 -c50)", measure: cacheShape("/cached/", 50), nginxOnly: true},
 	{Name: "cache-large", Title: "proxy_cache hit, 1 MiB response (wrk -t1 -c10; sendfile off, the default: pread and writev)", measure: cacheShape("/cached/1m", 10), nginxOnly: true},
 	{Name: "tls-hs-ecdsa", Title: "TLS full handshakes, ECDSA P-256, a new connection per request, resumption off on the server (wrk -t1 -c50 -H 'Connection: close'; 10⁶/CPU µs = handshakes per CPU-second)", measure: tlsShape(false, "/", 50, "Connection: close"), tls: true, noResume: true},
@@ -449,6 +450,14 @@ func (h *harness) large(p *proc, addr netip.AddrPort, res *runResult) error {
 
 // cacheShape measures hits of path: one request stores the entry, then wrk.
 func cacheShape(path string, conns int) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+	return warmCache(path, func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
+		_, err := h.wrkShape(p, addr, res, path, conns)
+		return err
+	})
+}
+
+// warmCache runs measure once path was asked twice (stored, then a hit).
+func warmCache(path string, measure func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error) func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 	return func(h *harness, p *proc, addr netip.AddrPort, res *runResult) error {
 		for i := 0; i < 2; i++ {
 			resp, err := http.Get("http://" + addr.String() + path)
@@ -461,8 +470,7 @@ func cacheShape(path string, conns int) func(h *harness, p *proc, addr netip.Add
 				return fmt.Errorf("%s: status %d", path, resp.StatusCode)
 			}
 		}
-		_, err := h.wrkShape(p, addr, res, path, conns)
-		return err
+		return measure(h, p, addr, res)
 	}
 }
 
