@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -401,7 +402,8 @@ func (r *Request) Flush() {
 func (r *Request) writeBody(o *Out) {
 	c := r.c
 	iov := r.iov[:0]
-	if r.head != nil {
+	first := r.head != nil
+	if first {
 		iov = append(iov, r.head)
 		r.head = nil
 	}
@@ -438,7 +440,28 @@ func (r *Request) writeBody(o *Out) {
 			iov = append(iov, lastChunk)
 		}
 	}
+	if c.closesAfter() && !o.Flush && (o.Last || first) {
+		r.writeCorked(iov)
+		return
+	}
 	r.write(iov, !o.Last && !o.Flush)
+}
+
+// writeCorked writes to a connection that closes after the response at the
+// client's request, when the response may end in the same callback (its first
+// write, or its last): the loop's own connections hold the bytes in the socket so
+// that they go out with the FIN, one packet fewer (eventloop.Corker).
+func (r *Request) writeCorked(iov [][]byte) {
+	cw, ok := r.c.conn.(eventloop.Corker)
+	if !ok || len(iov) == 0 {
+		r.write(iov, false)
+		return
+	}
+	for _, p := range iov {
+		r.wireSent += int64(len(p))
+	}
+	cw.WritevCorked(iov)
+	clear(iov)
 }
 
 // moreWriter is a connection that may hold back the end of a write that more
