@@ -25,6 +25,8 @@ type Listener struct {
 	paused bool // not polled: at MaxConns or out of fds with nothing idle to close
 	retry  Timer
 	closed bool
+	// noDelay: how accepted connections get TCP_NODELAY (acceptedNoDelay).
+	noDelay noDelayWay
 }
 
 // ListenOptions are options of a listening socket that accepted connections inherit
@@ -226,6 +228,10 @@ func (l *Loop) AddListener(ln *Listener) error {
 func (l *Loop) addListener(ln *Listener) error {
 	if l.state.Load() > stateRunning {
 		return fmt.Errorf("listener %s: loop cpu %d is draining", ln.addr, l.cfg.CPU)
+	}
+	ln.noDelay = noDelayUnchecked
+	if rawSetsockoptInt(ln.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) != nil {
+		ln.noDelay = noDelayEach
 	}
 	ln.gen = l.table.register(ln.fd, slotListener, unsafe.Pointer(ln))
 	if err := l.epollAdd(ln.fd, ln.gen, unix.EPOLLIN); err != nil {
