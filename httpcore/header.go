@@ -402,8 +402,7 @@ func (r *Request) Flush() {
 func (r *Request) writeBody(o *Out) {
 	c := r.c
 	iov := r.iov[:0]
-	first := r.head != nil
-	if first {
+	if r.head != nil {
 		iov = append(iov, r.head)
 		r.head = nil
 	}
@@ -440,17 +439,23 @@ func (r *Request) writeBody(o *Out) {
 			iov = append(iov, lastChunk)
 		}
 	}
-	if c.closesAfter() && !o.Flush && (o.Last || first) {
+	if c.closesAfter() && !o.Flush && (o.Last || r.bodyAllSent()) {
 		r.writeCorked(iov)
 		return
 	}
 	r.write(iov, !o.Last && !o.Flush)
 }
 
-// writeCorked writes to a connection that closes after the response at the
-// client's request, when the response may end in the same callback (its first
-// write, or its last): the loop's own connections hold the bytes in the socket so
-// that they go out with the FIN, one packet fewer (eventloop.Corker).
+// bodyAllSent reports that the response's body (of a known length, or none) is
+// all written once this write is: the response's end, and the close, follow
+// (proxied bodies end with a Last of no bytes, after their last part).
+func (r *Request) bodyAllSent() bool {
+	return r.headerOnly || !r.chunked && r.out.ContentLength >= 0 && r.bodySent >= r.out.ContentLength
+}
+
+// writeCorked writes the end of a response to a connection that closes after it
+// at the client's request: the loop's own connections hold the bytes in the
+// socket so that they go out with the FIN, one packet fewer (eventloop.Corker).
 func (r *Request) writeCorked(iov [][]byte) {
 	cw, ok := r.c.conn.(eventloop.Corker)
 	if !ok || len(iov) == 0 {

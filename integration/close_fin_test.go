@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +22,27 @@ import (
 // ACKs, a FIN alone); the answers must be the same bytes but for Date and Server.
 func TestCloseAnswerWithFIN(t *testing.T) {
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "from the upstream\n") })
+	// An upstream whose answers come in three reads: the head, then the body in two
+	// parts (with a length, or chunked).
+	slow := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			head, err := readHead(br)
+			if err != nil {
+				return
+			}
+			parts := []string{"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", "first ", "second"}
+			if strings.HasPrefix(head, "GET /slowchunked") {
+				parts = []string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "6\r\nfirst \r\n", "6\r\nsecond\r\n0\r\n\r\n"}
+			}
+			for _, p := range parts {
+				time.Sleep(20 * time.Millisecond)
+				if _, err := io.WriteString(c, p); err != nil {
+					return
+				}
+			}
+		}
+	})
 	conf := `
     server {
         listen %[1]s;
@@ -33,7 +56,14 @@ func TestCloseAnswerWithFIN(t *testing.T) {
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
+        location /slow {
+            proxy_pass http://%[3]s;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+        }
     }`
+	conf = strings.ReplaceAll(conf, "%[3]s", slow.Addr)
 	servers := bothServers(t, conf, be.Addr)
 	for _, tc := range []struct {
 		name, req string
@@ -42,6 +72,8 @@ func TestCloseAnswerWithFIN(t *testing.T) {
 		{"client close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1},
 		{"HTTP/1.0", "GET / HTTP/1.0\r\nHost: x\r\n\r\n", 1},
 		{"proxied, client close", "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1},
+		{"proxied in three reads, client close", "GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1},
+		{"proxied chunked in three reads, client close", "GET /slowchunked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1},
 		{"keepalive_requests", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0},
 		{"proxied, keepalive_requests", "GET /up HTTP/1.1\r\nHost: x\r\n\r\n", 0},
 	} {
