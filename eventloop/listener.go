@@ -3,6 +3,7 @@ package eventloop
 import (
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/panjf2000/gnet/v2/pkg/socket"
@@ -27,6 +28,9 @@ type Listener struct {
 	closed bool
 	// noDelay: how accepted connections get TCP_NODELAY (acceptedNoDelay).
 	noDelay noDelayWay
+	// deferred: TCP_DEFER_ACCEPT is on, so an accepted connection's first bytes are
+	// (most often) there already. Atomic: SetOptions runs on reload's goroutine.
+	deferred atomic.Bool
 }
 
 // ListenOptions are options of a listening socket that accepted connections inherit
@@ -87,6 +91,7 @@ func (ln *Listener) SetOptions(opts ListenOptions) error {
 	if err := opts.apply(ln.fd); err != nil {
 		return fmt.Errorf("listener %s: %w", ln.addr, err)
 	}
+	ln.deferred.Store(opts.DeferAccept > 0)
 	backlog := opts.Backlog
 	if backlog <= 0 {
 		backlog = DefaultBacklog
@@ -153,6 +158,7 @@ func ListenWith(addr netip.AddrPort, opts ListenOptions) (*Listener, error) {
 	if ln.addr, err = localAddr(fd); err != nil {
 		return fail("getsockname", err)
 	}
+	ln.deferred.Store(opts.DeferAccept > 0)
 	return ln, nil
 }
 
@@ -176,7 +182,11 @@ func ListenerFromFD(fd int) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listener fd %d: getsockname: %w", fd, err)
 	}
-	return &Listener{fd: fd, addr: addr}, nil
+	ln := &Listener{fd: fd, addr: addr}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT); err == nil && v > 0 {
+		ln.deferred.Store(true)
+	}
+	return ln, nil
 }
 
 // Fd returns the listening socket, e.g. for a BPF socket array or to pass to
