@@ -282,6 +282,9 @@ func (c *conn) closeNow(err error) {
 	// per connection). If a forked child holds the socket until its exec (binary
 	// upgrade), the registration outlives the fd for that moment: its events carry
 	// the old generation and are dropped as stale.
+	if len(l.corked) > 0 {
+		l.uncorkForClose(c)
+	}
 	_ = rawClose(c.fd)
 	l.openConns.Add(-1)
 	l.closed.Add(1)

@@ -3,6 +3,7 @@ package eventloop
 import (
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/panjf2000/gnet/v2/pkg/socket"
@@ -25,6 +26,11 @@ type Listener struct {
 	paused bool // not polled: at MaxConns or out of fds with nothing idle to close
 	retry  Timer
 	closed bool
+	// noDelay: how accepted connections get TCP_NODELAY (acceptedNoDelay).
+	noDelay noDelayWay
+	// deferred: TCP_DEFER_ACCEPT is on, so an accepted connection's first bytes are
+	// (most often) there already. Atomic: SetOptions runs on reload's goroutine.
+	deferred atomic.Bool
 }
 
 // ListenOptions are options of a listening socket that accepted connections inherit
@@ -85,6 +91,7 @@ func (ln *Listener) SetOptions(opts ListenOptions) error {
 	if err := opts.apply(ln.fd); err != nil {
 		return fmt.Errorf("listener %s: %w", ln.addr, err)
 	}
+	ln.deferred.Store(opts.DeferAccept > 0)
 	backlog := opts.Backlog
 	if backlog <= 0 {
 		backlog = DefaultBacklog
@@ -151,6 +158,7 @@ func ListenWith(addr netip.AddrPort, opts ListenOptions) (*Listener, error) {
 	if ln.addr, err = localAddr(fd); err != nil {
 		return fail("getsockname", err)
 	}
+	ln.deferred.Store(opts.DeferAccept > 0)
 	return ln, nil
 }
 
@@ -174,7 +182,11 @@ func ListenerFromFD(fd int) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listener fd %d: getsockname: %w", fd, err)
 	}
-	return &Listener{fd: fd, addr: addr}, nil
+	ln := &Listener{fd: fd, addr: addr}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT); err == nil && v > 0 {
+		ln.deferred.Store(true)
+	}
+	return ln, nil
 }
 
 // Fd returns the listening socket, e.g. for a BPF socket array or to pass to
@@ -226,6 +238,10 @@ func (l *Loop) AddListener(ln *Listener) error {
 func (l *Loop) addListener(ln *Listener) error {
 	if l.state.Load() > stateRunning {
 		return fmt.Errorf("listener %s: loop cpu %d is draining", ln.addr, l.cfg.CPU)
+	}
+	ln.noDelay = noDelayUnchecked
+	if rawSetsockoptInt(ln.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) != nil {
+		ln.noDelay = noDelayEach
 	}
 	ln.gen = l.table.register(ln.fd, slotListener, unsafe.Pointer(ln))
 	if err := l.epollAdd(ln.fd, ln.gen, unix.EPOLLIN); err != nil {

@@ -66,6 +66,10 @@ type Loop struct {
 
 	listeners []*Listener
 	failed    []*conn // connections whose write failed, closed after the callback
+	// corked are the connections WritevCorked left bytes in during this callback;
+	// writeMore: rawWritev sends with MSG_MORE (moreSent: it did).
+	corked              []*conn
+	writeMore, moreSent bool
 	// freeConns are closed connections for newConn to reuse; those Release gives
 	// back during a batch join them when it ends, when no callback that may still
 	// look at them is on the stack (and a Dial inside one must not get them).
@@ -169,6 +173,7 @@ func (l *Loop) run(ready chan<- error) {
 		l.pollBatch()
 		if len(l.batchEnds) > 0 {
 			l.runBatchEnds()
+			l.endCallback()
 		}
 		if l.freeConns.Released() {
 			l.freeConns.Reuse()
@@ -238,7 +243,7 @@ func (l *Loop) runTasks() {
 	l.mu.Unlock()
 	for i, fn := range l.running {
 		l.safeCall(fn)
-		l.closeFailed()
+		l.endCallback()
 		l.running[i] = nil
 	}
 }

@@ -164,6 +164,6 @@ func (l *Loop) pollBatch() {
 		case slotWatch:
 			l.watchEvent(s.watch())
 		}
-		l.closeFailed()
+		l.endCallback()
 	}
 }

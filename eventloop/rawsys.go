@@ -64,7 +64,17 @@ func (l *Loop) rawWritev(fd int, bufs [][]byte) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	r, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&l.iovecs[0])), uintptr(n))
+	var r uintptr
+	var e unix.Errno
+	if l.writeMore {
+		// WritevCorked: the same with MSG_MORE.
+		m := unix.Msghdr{Iov: &l.iovecs[0]}
+		m.SetIovlen(n)
+		r, _, e = unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), unix.MSG_MORE|unix.MSG_NOSIGNAL)
+		l.moreSent = l.moreSent || e == 0
+	} else {
+		r, _, e = unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&l.iovecs[0])), uintptr(n))
+	}
 	clear(l.iovecs[:n])
 	if e != 0 {
 		return -1, e

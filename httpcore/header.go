@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
 
@@ -447,6 +448,10 @@ func (r *Request) writeBody(o *Out) {
 			iov = append(iov, lastChunk)
 		}
 	}
+	if c.closesAfter() && !o.Flush && (o.Last || r.bodyAllSent()) {
+		r.writeCorked(iov)
+		return
+	}
 	r.write(iov, !o.Last && !o.Flush)
 }
 
@@ -455,6 +460,29 @@ func (r *Request) writeBody(o *Out) {
 // that a response head does not go out on its own before the file.
 type fileWriter interface {
 	WritevFile(bufs [][]byte, fd int, off, n int64) error
+}
+
+// bodyAllSent reports that the response's body (of a known length, or none) is
+// all written once this write is: the response's end, and the close, follow
+// (proxied bodies end with a Last of no bytes, after their last part).
+func (r *Request) bodyAllSent() bool {
+	return r.headerOnly || !r.chunked && r.out.ContentLength >= 0 && r.bodySent >= r.out.ContentLength
+}
+
+// writeCorked writes the end of a response to a connection that closes after it
+// at the client's request: the loop's own connections hold the bytes in the
+// socket so that they go out with the FIN, one packet fewer (eventloop.Corker).
+func (r *Request) writeCorked(iov [][]byte) {
+	cw, ok := r.c.conn.(eventloop.Corker)
+	if !ok || len(iov) == 0 {
+		r.write(iov, false)
+		return
+	}
+	for _, p := range iov {
+		r.wireSent += int64(len(p))
+	}
+	cw.WritevCorked(iov)
+	clear(iov)
 }
 
 // moreWriter is a connection that may hold back the end of a write that more

@@ -168,6 +168,15 @@ func (c *conn) shouldLinger() bool {
 	return err == nil && n > 0
 }
 
+// closesAfter reports whether the connection closes once the current response is
+// complete (finish) because the client asked for it ("Connection: close", HTTP/1.0
+// without keep-alive): such a client sends nothing more (RFC 9112 §9.6), so the
+// response's last bytes can wait for the FIN and go out with it (a close the server
+// chooses may meet input still coming, whose reset would drop them).
+func (c *conn) closesAfter() bool {
+	return c.sub == nil && !c.keepAlive && !c.req.KeepAlive()
+}
+
 // linger closes the way nginx's lingering close does: sending is shut down once the
 // answer is out, and input read and dropped until the client ends.
 func (c *conn) linger() {

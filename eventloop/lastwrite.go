@@ -1,0 +1,83 @@
+package eventloop
+
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// The last write before a close goes out in one packet with the FIN. A response
+// written with writev and then closed is two packets (data, then the FIN from
+// close(2)), and on loopback the sender's system call also pays for the peer's
+// receive side of each, and for its ACK. Written with MSG_MORE, the data stays in
+// the socket's queue, and the FIN that close(2) or shutdown(2) sends rides on it
+// (tcp_send_fin tacks it onto an unsent segment): 10 segments per proxied request
+// with a new connection instead of 12.
+
+// Corker is implemented by the loop's own TCP connections (not by layers that
+// wrap them).
+type Corker interface {
+	// WritevCorked is Writev for the last bytes before a Close in the same
+	// callback, to a peer that sends nothing more (it asked for the close): they
+	// wait in the socket (MSG_MORE) and close(2) sends them with the FIN. If the
+	// last read left input waiting (close(2) would then reset the connection and
+	// drop them), Close sends them first; if the connection is still open when the
+	// callback returns, they are sent then (one setsockopt). Either way in the
+	// packets Writev would have sent.
+	WritevCorked(bufs [][]byte) (int, error)
+}
+
+var _ Corker = (*conn)(nil)
+
+// WritevCorked implements Corker.
+func (c *conn) WritevCorked(bufs [][]byte) (int, error) {
+	l := c.loop
+	l.writeMore, l.moreSent = true, false
+	n, err := c.Writev(bufs)
+	l.writeMore = false
+	if l.moreSent && !slices.Contains(l.corked, c) {
+		l.corked = append(l.corked, c)
+	}
+	return n, err
+}
+
+// uncork sends what WritevCorked left in the socket: clearing TCP_CORK pushes
+// the pending segments (with Nagle's algorithm if TCP_NODELAY is off, as a plain
+// write would).
+func (c *conn) uncork() {
+	_ = rawSetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_CORK, 0)
+}
+
+// pushCorked sends what WritevCorked left for a close that did not come.
+func (l *Loop) pushCorked() {
+	for i, c := range l.corked {
+		l.corked[i] = nil
+		if c.state != connClosed && !(c.shutWr && c.q.size == 0) { // shutdown(2) sent them
+			c.uncork()
+		}
+	}
+	l.corked = l.corked[:0]
+}
+
+// uncorkForClose runs before c's socket is closed: bytes WritevCorked left in it
+// go with the FIN, unless input may be waiting unread (InputReady), which makes
+// close(2) reset the connection and drop them: they are sent first then.
+func (l *Loop) uncorkForClose(c *conn) {
+	i := slices.Index(l.corked, c)
+	if i < 0 {
+		return
+	}
+	l.corked = slices.Delete(l.corked, i, i+1)
+	if (c.inMore || c.inUnknown) && !(c.shutWr && c.q.size == 0) {
+		c.uncork()
+	}
+}
+
+// endCallback settles what a callback left: connections whose write failed are
+// closed, bytes WritevCorked held for a close that did not come are sent.
+func (l *Loop) endCallback() {
+	l.closeFailed()
+	if len(l.corked) > 0 {
+		l.pushCorked()
+	}
+}
