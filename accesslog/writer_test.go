@@ -49,8 +49,9 @@ func TestWriterPollsOffScheduler(t *testing.T) {
 		if naps < 10 {
 			continue // the machine is busy: the writer hardly ran
 		}
-		// Measured: 0.8 switches of the other threads per poll (the loop's and
-		// the writer's yields, sysmon); with time.Sleep, 2.3 to 3.3.
+		// Measured: 0.5 to 1.3 switches of the other threads per poll (the
+		// loop's yields, sysmon and its preemption of the writer); with
+		// time.Sleep, 2.3 to 3.3.
 		if others > naps*3/2 {
 			t.Fatalf("%d polls woke the other threads %d times", naps, others)
 		}
