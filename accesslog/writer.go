@@ -108,6 +108,11 @@ func writerFor(d, cpu int, log *slog.Logger) *writer {
 // runtime.Gosched every 6 naps, as a loop does, cost more (process CPU per nap
 // on a locked thread, this machine: time.Sleep 42-74 µs, raw nanosleep 23-30
 // µs, with a Gosched every 6 naps 30-33 µs).
+//
+// Without HoldP loops (tests on an eventloop.Loop of their own), the writer
+// sleeps with time.Sleep: holding one of GOMAXPROCS's Ps in naps, it made a
+// keep-alive round trip of BenchmarkLoggedRequest take 300 µs instead of 20
+// (GOMAXPROCS 2 or 3; with 4, 14 µs).
 const (
 	pollInterval = time.Millisecond
 	pollIdle     = 50
@@ -140,6 +145,10 @@ func (w *writer) run() {
 // pollInterval).
 func (w *writer) nap() {
 	w.naps.Add(1)
+	if !eventloop.ReservedP() {
+		time.Sleep(pollInterval)
+		return
+	}
 	ts := unix.NsecToTimespec(pollInterval.Nanoseconds())
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }

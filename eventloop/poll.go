@@ -52,14 +52,18 @@ func releaseP() {
 // short system calls all the time (the access log's writers poll so, every
 // millisecond). sysmon takes the P of a thread in a system call away unless a P
 // is idle, and then keeps waking every 20 µs: with the one spare P taken by such
-// a thread, that was a fifth of the process's CPU. Without HoldP loops it
-// changes nothing (their Ps are not held).
+// a thread, that was a fifth of the process's CPU. Without HoldP loops running
+// (tests), GOMAXPROCS is left as it is until one starts: see ReservedP.
 func ReserveP() {
 	r := reservedP.Add(1)
 	if n := holdingLoops.Load(); n > 0 {
 		runtime.GOMAXPROCS(int(n+r) + 1)
 	}
 }
+
+// ReservedP reports whether the Ps ReserveP asked for are there (HoldP loops
+// run), so that a thread that reserved one may hold it.
+func ReservedP() bool { return reservedP.Load() > 0 && holdingLoops.Load() > 0 }
 
 // maxWait bounds one epoll_wait, so that a stop-the-world never waits on the loop
 // longer than this even with asynchronous preemption disabled.
