@@ -26,7 +26,10 @@
 // per batch cost about 70 µs of CPU per line when each batch held one request
 // (BenchmarkLoggedRequest, cpu-µs/op); polling brought a logged request to about
 // the cost of an unlogged one. A line reaches the kernel within about a
-// millisecond of its batch. With buffer=, a buffer goes when the next line would
+// millisecond of its batch. The poll is a nanosleep the Go scheduler does not
+// see, on a P of the writer's own (eventloop.ReserveP: GOMAXPROCS counts the
+// loops, the writers and one more), as a loop's epoll_wait: time.Sleep on the
+// writer's locked thread handed its P between threads at every poll. With buffer=, a buffer goes when the next line would
 // not fit, after flush= (a loop timer), at a reload, a reopen and at exit.
 //
 // A loop lends the writer at most 64 buffers and the writer's queue holds 1024.

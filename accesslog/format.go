@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"github.com/numaproxy/numaproxy/conf"
 	"strings"
@@ -97,21 +98,77 @@ func (f *Format) appendLine(dst, val []byte, r *httpcore.Request) ([]byte, []byt
 			dst = append(dst, o.lit...)
 			continue
 		}
-		val = o.ref.Append(val[:0], r)
+		// The value goes into the line as it is; the few that hold a byte to
+		// escape are escaped there from the first such byte on.
+		start := len(dst)
+		dst = o.ref.Append(dst, r)
 		switch f.Escape {
 		case EscapeDefault:
-			if len(val) == 0 && !o.ref.EmptyFound() {
-				dst = append(dst, '-')
-			} else {
-				dst = appendEscaped(dst, val)
+			if len(dst) == start {
+				if !o.ref.EmptyFound() {
+					dst = append(dst, '-')
+				}
+			} else if i := indexEscaped(dst[start:]); i >= 0 {
+				val = append(val[:0], dst[start+i:]...)
+				dst = appendEscaped(dst[:start+i], val)
 			}
 		case EscapeJSON:
-			dst = appendJSON(dst, val)
-		default:
-			dst = append(dst, val...)
+			if i := indexJSON(dst[start:]); i >= 0 {
+				val = append(val[:0], dst[start+i:]...)
+				dst = appendJSON(dst[:start+i], val)
+			}
 		}
 	}
 	return dst, val
+}
+
+// Words of eight bytes, to look at eight bytes of a value at once.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZero reports whether a byte of x is 0.
+func hasZero(x uint64) bool { return (x-ones)&^x&highs != 0 }
+
+// hasLess reports whether a byte of x is below n (n at most 0x80). A byte from
+// 0x80 on is not below n: its high bit is masked out by ^x, and a borrow flags
+// only bytes above one that is below n.
+func hasLess(x uint64, n byte) bool { return (x-ones*uint64(n))&^x&highs != 0 }
+
+// indexEscaped is the index of the first byte of v that appendEscaped escapes,
+// or -1.
+func indexEscaped(v []byte) int {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := binary.LittleEndian.Uint64(v[i:])
+		if x&highs != 0 || hasLess(x, 0x20) || hasZero(x^ones*0x7f) || hasZero(x^ones*'"') || hasZero(x^ones*'\\') {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
+		if mustEscape[v[i]] {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexJSON is the index of the first byte of v that appendJSON escapes, or -1.
+func indexJSON(v []byte) int {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := binary.LittleEndian.Uint64(v[i:])
+		if hasLess(x, 0x20) || hasZero(x^ones*'"') || hasZero(x^ones*'\\') {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return -1
 }
 
 // mustEscape marks the bytes nginx's ngx_http_log_escape writes as \xHH.
@@ -126,12 +183,15 @@ const upperHex = "0123456789ABCDEF"
 
 // appendEscaped is nginx's default escaping of a variable's value.
 func appendEscaped(dst, v []byte) []byte {
-	for _, c := range v {
-		if mustEscape[c] {
-			dst = append(dst, '\\', 'x', upperHex[c>>4], upperHex[c&0xf])
-		} else {
-			dst = append(dst, c)
+	for len(v) > 0 {
+		i := indexEscaped(v)
+		if i < 0 {
+			return append(dst, v...)
 		}
+		c := v[i]
+		dst = append(dst, v[:i]...)
+		dst = append(dst, '\\', 'x', upperHex[c>>4], upperHex[c&0xf])
+		v = v[i+1:]
 	}
 	return dst
 }

@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,5 +142,55 @@ func TestLogSubrequestOnRefused(t *testing.T) {
 	}
 	if _, err := loadConf(t, "http {\nlog_subrequest off;\n}"); err != nil {
 		t.Errorf("log_subrequest off: %v", err)
+	}
+}
+
+// indexEscaped and indexJSON look at eight bytes at once: each byte value at
+// each position of a value, among bytes that need nothing and bytes from 0x80 on
+// (which the eight-byte test must not take for bytes below 0x20).
+func TestIndexEscaped(t *testing.T) {
+	naive := func(v []byte, esc func(byte) bool) int {
+		for i, c := range v {
+			if esc(c) {
+				return i
+			}
+		}
+		return -1
+	}
+	def := func(c byte) bool { return mustEscape[c] }
+	json := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	for _, fill := range []byte{'a', 0xe9, 0x20, 0x21, 0x7e} {
+		for n := range 20 {
+			for at := range n {
+				for c := range 256 {
+					v := bytes.Repeat([]byte{fill}, n)
+					v[at] = byte(c)
+					if got, want := indexEscaped(v), naive(v, def); got != want {
+						t.Fatalf("indexEscaped(%q) = %d, want %d", v, got, want)
+					}
+					if got, want := indexJSON(v), naive(v, json); got != want {
+						t.Fatalf("indexJSON(%q) = %d, want %d", v, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAppendEscaped: a User-Agent, a request line and a value to escape, as
+// the combined format writes them.
+func BenchmarkAppendEscaped(b *testing.B) {
+	vals := [][]byte{
+		[]byte("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"),
+		[]byte("GET /static/css/site.min.css?v=20240101 HTTP/1.1"),
+		[]byte("http://example.com/a \"quoted\" r\xc3\xa9f\xc3\xa9rer"),
+	}
+	dst := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for range b.N {
+		dst = dst[:0]
+		for _, v := range vals {
+			dst = appendEscaped(dst, v)
+		}
 	}
 }

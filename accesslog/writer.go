@@ -10,8 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/numa"
+	"golang.org/x/sys/unix"
 )
 
 // chunk is a loop's buffer of whole lines (records for syslog and variable paths)
@@ -38,6 +41,8 @@ type writer struct {
 	domain int
 	in     chan chunk
 	log    *slog.Logger
+	naps   atomic.Uint64 // polls: tests count them
+	tid    atomic.Int32  // the writer's thread
 
 	cpuMu  sync.Mutex
 	cpus   numa.CPUSet
@@ -69,6 +74,7 @@ func writerFor(d, cpu int, log *slog.Logger) *writer {
 	if w == nil {
 		w = &writer{domain: d, in: make(chan chunk, queueLen), log: log}
 		writers.by[d] = w
+		eventloop.ReserveP() // see pollInterval
 		go w.run()
 	}
 	if cpu >= 0 {
@@ -80,15 +86,33 @@ func writerFor(d, cpu int, log *slog.Logger) *writer {
 	return w
 }
 
-// pollInterval and pollIdle: once lines come, the writer looks for more every
-// pollInterval instead of sleeping on its queue, until it found none pollIdle times
-// in a row. Waking a parked thread for every hand-off cost the loop and the
-// scheduler tens of µs of CPU a line (one request per batch: 70 µs); a poll takes
-// what came in the meantime, for about one wake-up per millisecond under load.
-// Only lines of logs without buffer= start or keep up the polling: a log with
-// buffer= hands on a full buffer now and then (every few hundred lines), and a
-// wake-up for each costs less than polling for it (a millisecond poll meant 0.03
-// futex calls and 0.02 context switches more per request than no log at all).
+// pollInterval and pollIdle: once lines of a log without buffer= come, the writer
+// looks for more every pollInterval instead of sleeping until a hand-off wakes it,
+// until it found none pollIdle times in a row. A wake-up for every hand-off (every
+// event batch) would cost a context switch on the loop's CPU per batch, and a Go
+// wake-up of a thread locked to its OS thread goes through the scheduler
+// (futexes on three threads); a poll takes what came in the meantime, for one
+// wake-up per millisecond under load. A log with buffer= hands on a full buffer
+// now and then (every few hundred lines): the send on in wakes the writer parked
+// on it. A send while the writer polls wakes nothing.
+//
+// The poll is a nanosleep the scheduler does not see (as a HoldP loop's
+// epoll_wait), not time.Sleep: with the goroutine locked to its thread, each
+// time.Sleep handed its P to another thread, which ran the timer and handed the
+// P back (futexes both ways): 13% of the process's CPU under a keep-alive load
+// with an unbuffered log. A visible system call instead (unix.Nanosleep) had
+// sysmon take the P away during the naps and wake every 20 µs (14%). So the
+// writer holds a P of its own (eventloop.ReserveP). Unlike a loop it does not
+// yield: sysmon preempts it every 10 ms or so (a signal, then the P handed
+// between threads), and a nap or a write it interrupts waits for nothing; a
+// runtime.Gosched every 6 naps, as a loop does, cost more (process CPU per nap
+// on a locked thread, this machine: time.Sleep 42-74 µs, raw nanosleep 23-30
+// µs, with a Gosched every 6 naps 30-33 µs).
+//
+// Without HoldP loops (tests on an eventloop.Loop of their own), the writer
+// sleeps with time.Sleep: holding one of GOMAXPROCS's Ps in naps, it made a
+// keep-alive round trip of BenchmarkLoggedRequest take 300 µs instead of 20
+// (GOMAXPROCS 2 or 3; with 4, 14 µs).
 const (
 	pollInterval = time.Millisecond
 	pollIdle     = 50
@@ -96,12 +120,13 @@ const (
 
 func (w *writer) run() {
 	runtime.LockOSThread()
+	w.tid.Store(int32(unix.Gettid()))
 	for c := range w.in {
 		if !w.write(c) {
 			continue
 		}
 		for idle := 0; idle < pollIdle; {
-			time.Sleep(pollInterval)
+			w.nap()
 			select {
 			case c := <-w.in:
 				if w.write(c) {
@@ -114,6 +139,18 @@ func (w *writer) run() {
 			}
 		}
 	}
+}
+
+// nap sleeps pollInterval in a system call the scheduler does not see (see
+// pollInterval).
+func (w *writer) nap() {
+	w.naps.Add(1)
+	if !eventloop.ReservedP() {
+		time.Sleep(pollInterval)
+		return
+	}
+	ts := unix.NsecToTimespec(pollInterval.Nanoseconds())
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // write writes c and what else is queued, each file's chunks with one writev; it

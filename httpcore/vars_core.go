@@ -149,11 +149,13 @@ var coreVariables = []Variable{
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},
 	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
+	// As nginx's, the loop's cached time (read once per event batch): a clock read
+	// per access log line was a tenth of the log's cost.
 	{Name: "time_local", Get: func(dst []byte, r *Request, _ string) []byte {
-		return append(dst, r.c.w.timeLocal(time.Now())...)
+		return append(dst, r.c.w.timeLocal(r.c.w.loop.Now())...)
 	}},
 	{Name: "time_iso8601", Get: func(dst []byte, r *Request, _ string) []byte {
-		return append(dst, r.c.w.timeISO8601(time.Now())...)
+		return append(dst, r.c.w.timeISO8601(r.c.w.loop.Now())...)
 	}},
 	{Name: "msec", Get: func(dst []byte, _ *Request, _ string) []byte {
 		now := time.Now()
