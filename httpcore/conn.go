@@ -38,7 +38,7 @@ const (
 // head, routing, body framing, its response) is in a Request taken from the worker
 // when bytes arrive and given back when the connection goes idle, so an idle
 // keep-alive connection holds a small struct and no buffer: the small fields
-// are together so that it fits the 176-byte size class (it was 192).
+// are together so that it fits the 160-byte size class (it was 192, then 176).
 type conn struct {
 	w     *Worker
 	conn  eventloop.Conn
@@ -81,7 +81,7 @@ type conn struct {
 	lcf         *LocConf      // the location's config, else srvConf
 	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
 	sub         *subState     // a subrequest's connection (subrequest.go); nil for a client's
-	subs        []*conn       // the subrequests running for this client connection's requests
+	subs        *conn         // the first subrequest running for this client connection's requests (addSub)
 
 	*Request // nil while idle
 }
@@ -137,7 +137,7 @@ func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
 	_, holds := c.(moreWriter)
 	cl := w.freeConns.Get()
-	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1), subs: cl.subs[:0]}
+	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1)}
 	return cl
 }
 
@@ -147,7 +147,7 @@ func newConn(w *Worker, c eventloop.Conn) *conn {
 // They are reused from the next batch on (reuseEnd), when no callback that may
 // still look at them is on the stack.
 func (c *conn) recycle() {
-	if !c.gone || c.Request != nil || len(c.subs) > 0 || c.sub != nil {
+	if !c.gone || c.Request != nil || c.subs != nil || c.sub != nil {
 		return
 	}
 	c.gone = false // recycled once
@@ -462,13 +462,12 @@ func (c *conn) closeAfterFlush() {
 
 // release returns the connection's buffers to the pool.
 func (c *conn) release() {
-	for len(c.subs) > 0 {
+	for sc := c.subs; sc != nil; sc = c.subs {
 		// The client went: the subrequests its request waited for end unheard.
-		sc := c.subs[0]
 		sc.sub.canceled = true
 		sc.endSub()
-		if len(c.subs) > 0 && c.subs[0] == sc {
-			c.subs = c.subs[1:]
+		if c.subs == sc {
+			c.removeSub(sc)
 		}
 	}
 	if c.Request != nil && c.pending != nil {
