@@ -71,10 +71,10 @@ func (l *Loop) acceptEvent(ln *Listener) {
 		l.accepted.Add(1)
 		ln.acceptedNoDelay(fd)
 		c := l.newConn(fd, l.handler)
-		c.remote = remote
+		c.remote = packAddr(remote)
 		if !ln.addr.Addr().IsUnspecified() {
 			// Bound to one address: that is the local address, no getsockname needed.
-			c.local, c.localLoaded = ln.addr, true
+			c.local, c.localLoaded = packAddr(ln.addr), true
 		}
 		if err := l.registerConn(c, connOpen); err != nil {
 			l.log.Error("register accepted connection", "err", err)

@@ -25,8 +25,9 @@ const (
 // conn is a TCP connection owned by one loop; it implements Conn.
 //
 // An idle keep-alive connection holds one of these: the fields are ordered so
-// that the small ones share words and the struct fits the 288-byte size class
-// (it was 352, then 320).
+// that the small ones share words and the struct fits the 256-byte size class
+// (it was 352, then 320, then 288): the idle list links are fds, the addresses
+// are packed.
 type conn struct {
 	loop   *Loop
 	h      Handler
@@ -58,8 +59,7 @@ type conn struct {
 	// Own write watermarks (SetWriteWatermarks), saturated at 2 GiB; 0: the loop's.
 	high, low int32
 
-	idlePrev *conn // the loop's idle list, while idle
-	idleNext *conn
+	idlePrev, idleNext int32 // the loop's idle list, while idle (idle.go)
 
 	q        outQueue
 	timer    Timer
@@ -69,8 +69,38 @@ type conn struct {
 	failErr  error         // a write failed; the loop closes the conn after the callback
 
 	ctx    any
-	remote netip.AddrPort
-	local  netip.AddrPort
+	remote addrPort
+	local  addrPort
+}
+
+// addrPort is a connection's address in 20 bytes, where a netip.AddrPort takes
+// 32 (its zone pointer, and padding). The kernel's addresses have no IPv6 zone;
+// a dialled address keeps its zone for the connect, not in RemoteAddr.
+type addrPort struct {
+	ip   [16]byte
+	port uint16
+	fam  uint8 // 0: none, 4: IPv4 (in ip[12:]), 6: IPv6
+}
+
+func packAddr(a netip.AddrPort) addrPort {
+	ip := a.Addr()
+	switch {
+	case ip.Is4():
+		return addrPort{ip: ip.As16(), port: a.Port(), fam: 4}
+	case ip.Is6():
+		return addrPort{ip: ip.As16(), port: a.Port(), fam: 6}
+	}
+	return addrPort{}
+}
+
+func (a *addrPort) unpack() netip.AddrPort {
+	switch a.fam {
+	case 4:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(a.ip[12:])), a.port)
+	case 6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.ip), a.port)
+	}
+	return netip.AddrPort{}
 }
 
 // clamp32 saturates a non-negative size at the int32 range.
@@ -190,7 +220,7 @@ func (l *Loop) recoverConn(c *conn) {
 	if r := recover(); r != nil {
 		l.panics.Add(1)
 		l.log.Error("panic in connection handler; closing the connection",
-			"panic", r, "fd", c.fd, "remote", c.remote, "stack", string(debug.Stack()))
+			"panic", r, "fd", c.fd, "remote", c.RemoteAddr(), "stack", string(debug.Stack()))
 		c.closeNow(&PanicError{Value: r})
 	}
 }
@@ -218,7 +248,7 @@ func (c *conn) onTimer(*Timer) {
 	defer c.loop.recoverConn(c)
 	switch c.state {
 	case connConnecting:
-		c.closeNow(fmt.Errorf("connect %s: %w", c.remote, ErrDialTimeout))
+		c.closeNow(fmt.Errorf("connect %s: %w", c.RemoteAddr(), ErrDialTimeout))
 	case connOpen, connClosing:
 		c.h.OnTimeout(c)
 	}
@@ -230,7 +260,7 @@ func (c *conn) onWriteTimer(*Timer) {
 		if c.resetOnWTimeout {
 			c.setLingerReset()
 		}
-		c.closeNow(fmt.Errorf("write to %s: %w", c.remote, ErrWriteTimeout))
+		c.closeNow(fmt.Errorf("write to %s: %w", c.RemoteAddr(), ErrWriteTimeout))
 	}
 }
 
@@ -439,16 +469,16 @@ func (c *conn) Fd() int { return c.fd }
 func (c *conn) InputReady() (ready, known bool) { return c.inMore, !c.inUnknown }
 
 // RemoteAddr implements Conn.
-func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
+func (c *conn) RemoteAddr() netip.AddrPort { return c.remote.unpack() }
 
 // LocalAddr implements Conn; the first call asks the kernel.
 func (c *conn) LocalAddr() netip.AddrPort {
 	if !c.localLoaded && c.state != connClosed {
 		if a, err := localAddr(c.fd); err == nil {
-			c.local, c.localLoaded = a, true
+			c.local, c.localLoaded = packAddr(a), true
 		}
 	}
-	return c.local
+	return c.local.unpack()
 }
 
 // Context implements Conn.

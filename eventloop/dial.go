@@ -85,9 +85,9 @@ func (l *Loop) DialWith(addr netip.AddrPort, o DialOptions, h Handler, ctx any) 
 		return nil, fmt.Errorf("dial %s: connect: %w", peer(), err)
 	}
 	c := l.newConn(fd, h)
-	c.remote, c.ctx = addr, ctx
-	if o.Unix != "" {
-		c.remote = netip.AddrPort{}
+	c.ctx = ctx
+	if o.Unix == "" {
+		c.remote = packAddr(addr)
 	}
 	if err := l.registerConn(c, connConnecting); err != nil {
 		_ = unix.Close(fd)
@@ -145,11 +145,11 @@ func (c *conn) finishConnect() {
 		err = unix.Errno(errno)
 	}
 	if err != nil {
-		if !c.remote.IsValid() {
+		if c.remote.fam == 0 {
 			c.closeNow(fmt.Errorf("connect: %w", err)) // a unix-domain peer
 			return
 		}
-		c.closeNow(fmt.Errorf("connect %s: %w", c.remote, err))
+		c.closeNow(fmt.Errorf("connect %s: %w", c.RemoteAddr(), err))
 		return
 	}
 	c.timer.Stop()

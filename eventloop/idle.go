@@ -12,6 +12,9 @@ import (
 // allocates nothing. Drain closes them all; when the loop needs a connection it
 // cannot have (at MaxConns, or accept failing with EMFILE or ENFILE) it closes
 // the oldest ones to make room, as nginx drains its reusable connections.
+//
+// The links are fds (plus one; 0 ends the list), looked up in the fd table, where
+// every idle connection is: 8 bytes of an idle connection rather than 16.
 
 // idleList is a loop's idle connections, oldest at head.
 type idleList struct {
@@ -19,10 +22,22 @@ type idleList struct {
 	n          int
 }
 
+// idleLink is how a connection is named in the list: its fd plus one.
+func (c *conn) idleLink() int32 { return int32(c.fd) + 1 }
+
+// idleConn is the connection a link names, nil for 0.
+func (l *Loop) idleConn(link int32) *conn {
+	if link == 0 {
+		return nil
+	}
+	return l.table.conn(int(link) - 1)
+}
+
 func (q *idleList) push(c *conn) {
-	c.idlePrev, c.idleNext = q.tail, nil
+	c.idlePrev, c.idleNext = 0, 0
 	if q.tail != nil {
-		q.tail.idleNext = c
+		c.idlePrev = q.tail.idleLink()
+		q.tail.idleNext = c.idleLink()
 	} else {
 		q.head = c
 	}
@@ -31,17 +46,19 @@ func (q *idleList) push(c *conn) {
 }
 
 func (q *idleList) remove(c *conn) {
-	if c.idlePrev != nil {
-		c.idlePrev.idleNext = c.idleNext
+	l := c.loop
+	prev, next := l.idleConn(c.idlePrev), l.idleConn(c.idleNext)
+	if prev != nil {
+		prev.idleNext = c.idleNext
 	} else {
-		q.head = c.idleNext
+		q.head = next
 	}
-	if c.idleNext != nil {
-		c.idleNext.idlePrev = c.idlePrev
+	if next != nil {
+		next.idlePrev = c.idlePrev
 	} else {
-		q.tail = c.idlePrev
+		q.tail = prev
 	}
-	c.idlePrev, c.idleNext = nil, nil
+	c.idlePrev, c.idleNext = 0, 0
 	q.n--
 }
 

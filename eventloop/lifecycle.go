@@ -62,11 +62,7 @@ func (l *Loop) closeAll(err error) {
 }
 
 func (l *Loop) eachConn(fn func(c *conn)) {
-	for i := range l.table.slots {
-		if s := &l.table.slots[i]; s.kind == slotConn {
-			fn(s.conn())
-		}
-	}
+	l.table.each(slotConn, func(s *slot) { fn(s.conn()) })
 }
 
 // closeFailed closes the connections whose write failed during the last

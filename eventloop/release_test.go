@@ -80,10 +80,23 @@ func roundTripOpen(t *testing.T, l *Loop, c Conn) error {
 }
 
 // TestConnSize: an idle keep-alive connection holds this struct (and the HTTP
-// layer's); it stays within the 288-byte size class (proxy's
+// layer's); it stays within the 256-byte size class (proxy's
 // TestIdleConnectionBytes measures the whole).
 func TestConnSize(t *testing.T) {
-	if n := unsafe.Sizeof(conn{}); n > 288 {
-		t.Fatalf("conn is %d bytes, want at most 288 (the size class an idle connection pays)", n)
+	if n := unsafe.Sizeof(conn{}); n > 256 {
+		t.Fatalf("conn is %d bytes, want at most 256 (the size class an idle connection pays)", n)
+	}
+}
+
+// TestAddrPortRoundTrip: the packed addresses give back what was stored.
+func TestAddrPortRoundTrip(t *testing.T) {
+	for _, s := range []string{"127.0.0.1:80", "[::1]:443", "[::ffff:10.1.2.3]:8080", "[2001:db8::1]:65535", "0.0.0.0:0"} {
+		a := netip.MustParseAddrPort(s)
+		if p := packAddr(a); p.unpack() != a {
+			t.Errorf("%s: got %s", s, p.unpack())
+		}
+	}
+	if p := packAddr(netip.AddrPort{}); p.unpack().IsValid() {
+		t.Errorf("zero address: got %s", p.unpack())
 	}
 }

@@ -56,9 +56,5 @@ func (l *Loop) watchEvent(w *FDWatch) {
 
 // closeWatches closes the fds still watched when the loop exits.
 func (l *Loop) closeWatches() {
-	for i := range l.table.slots {
-		if s := &l.table.slots[i]; s.kind == slotWatch {
-			_ = s.watch().Close()
-		}
-	}
+	l.table.each(slotWatch, func(s *slot) { _ = s.watch().Close() })
 }

@@ -149,7 +149,7 @@ func (c *conn) shouldLinger() bool {
 	case LingeringAlways:
 		return true
 	}
-	if c.state == csBody || c.headLen > 0 && len(c.in) > c.headLen {
+	if c.state == csBody || c.headLen > 0 && len(c.in) > int(c.headLen) {
 		return true
 	}
 	// nginx's r->lingering_close: set for a request with a body until it is dropped

@@ -123,7 +123,7 @@ func (r *Request) RawHead() []byte {
 		}
 		return c.sub.main.RawHead()
 	}
-	if c.headLen > 0 && c.headLen <= len(c.in) {
+	if c.headLen > 0 && int(c.headLen) <= len(c.in) {
 		return c.in[:c.headLen]
 	}
 	return nil
@@ -356,7 +356,7 @@ func (r *Request) Tunnel() []byte {
 	c.state = csTunnel
 	c.setUpgraded()
 	var rest []byte
-	if len(c.in) > c.headLen {
+	if len(c.in) > int(c.headLen) {
 		rest = c.in[c.headLen:]
 		c.in = c.in[:c.headLen]
 	}

@@ -29,6 +29,44 @@ type subState struct {
 	canceled bool
 	sock     subSocket
 	head     []byte // pooled: a background request's copy of the client's head
+	// The main connection's list of subrequests (addSub): the first's prev is the
+	// last; prev is nil when not in the list.
+	prev, next *conn
+}
+
+// addSub appends subrequest connection sc to m's list. A list through the
+// subrequests rather than a slice keeps the client's conn small (8 bytes, not 24).
+func (m *conn) addSub(sc *conn) {
+	s := sc.sub
+	s.next = nil
+	if first := m.subs; first != nil {
+		last := first.sub.prev
+		last.sub.next, s.prev, first.sub.prev = sc, last, sc
+		return
+	}
+	m.subs, s.prev = sc, sc
+}
+
+// removeSub takes sc out of m's list, if it is there.
+func (m *conn) removeSub(sc *conn) {
+	s := sc.sub
+	if s.prev == nil {
+		return
+	}
+	if m.subs == sc {
+		m.subs = s.next
+		if s.next != nil {
+			s.next.sub.prev = s.prev
+		}
+	} else {
+		s.prev.sub.next = s.next
+		if s.next != nil {
+			s.next.sub.prev = s.prev
+		} else {
+			m.subs.sub.prev = s.prev
+		}
+	}
+	s.prev, s.next = nil, nil
 }
 
 // takeSubConn is a subrequest connection from the worker's free list (they are
@@ -69,7 +107,7 @@ func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
 	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
 	sr.uriBuf = append(c.conn.Loop().Pool().Get(len(uri) + 1)[:0], uri...)
 	sr.args, sr.uriChanged = sr.args[:0], true
-	sr.c.sub.main.subs = append(sr.c.sub.main.subs, sr.c)
+	sr.c.sub.main.addSub(sr.c)
 	sr.phase = r.snap.serverIndex
 	sr.RunPhases()
 	return sr
@@ -185,12 +223,7 @@ func (c *conn) endSub() {
 		c.conn.Loop().Pool().Put(s.head[:cap(s.head)])
 	}
 	if m := s.main; m != nil {
-		for i, sc := range m.subs {
-			if sc == c {
-				m.subs = append(m.subs[:i], m.subs[i+1:]...)
-				break
-			}
-		}
+		m.removeSub(c)
 	}
 	done := s.hooks.Done
 	if s.canceled {
@@ -208,7 +241,7 @@ func (c *conn) endSub() {
 // keepSubsInStep points the running subrequests' heads at the client's input
 // again after it moved (keep).
 func (c *conn) keepSubsInStep() {
-	for _, sc := range c.subs {
+	for sc := c.subs; sc != nil; sc = sc.sub.next {
 		if sc.Request != nil {
 			sc.req = c.req
 		}

@@ -75,7 +75,7 @@ func BenchmarkTemplate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.headLen = n
+	c.headLen = int32(n)
 	c.srv = cfg.HTTP.Servers[0]
 	c.srvConf = ServerConf(c.srv)
 	c.loc = c.srv.Locations[0]

@@ -30,6 +30,7 @@ func main() {
 	duration := flag.Duration("d", 0, "measured time of each run, whole seconds (default 8s, 1s with -quick)")
 	warmup := flag.Duration("warmup", -1, "unmeasured load before each run (default 1s, none with -quick)")
 	idleConns := flag.Int("idle-conns", 10000, "idle keep-alive connections in the idle shape")
+	idleBase := flag.Int("idle-base", 0, "idle shape: connections opened and held before the RSS baseline, so that the figure is the marginal cost of idle-conns more (one-off costs in the baseline)")
 	locConns := flag.Int("locality-conns", 0, "fresh connections per locality run (default 4000, 1000 with -quick)")
 	rate := flag.Float64("rate", 0, "open-loop rate in req/s (default: -rate-frac of nginx's keep-alive req/s)")
 	rateFrac := flag.Float64("rate-frac", 0.5, "open-loop rate as a fraction of nginx's median keep-alive req/s")
@@ -45,7 +46,7 @@ func main() {
 		runRole(*role, *listen, *upstreamAddr)
 		return
 	}
-	opt := options{quick: *quick, reps: *reps, duration: *duration, warmup: *warmup, idleConns: *idleConns, locConns: *locConns,
+	opt := options{quick: *quick, reps: *reps, duration: *duration, warmup: *warmup, idleConns: *idleConns, idleBase: *idleBase, locConns: *locConns,
 		rate: *rate, rateFrac: *rateFrac, foreignMax: *foreignMax, retries: *retries,
 		proxies: splitList(*proxies), shapes: splitList(*shapes)}
 	if opt.reps == 0 {
@@ -299,7 +300,7 @@ func run(opt options, outPath string, install bool) error {
 		Discarded: h.discarded, DurationS: time.Since(begin).Seconds(),
 		Conditions: "proxy pinned to CPU 0; load generators and upstream pinned to CPU 1; one upstream (fasthttp, GOMAXPROCS=1)",
 		Options: map[string]any{"quick": opt.quick, "reps": opt.reps, "duration_s": opt.duration.Seconds(), "warmup_s": opt.warmup.Seconds(),
-			"idle_conns": opt.idleConns, "locality_conns": opt.locConns, "rate_frac": opt.rateFrac, "foreign_max": opt.foreignMax, "retries": opt.retries},
+			"idle_conns": opt.idleConns, "idle_base": opt.idleBase, "locality_conns": opt.locConns, "rate_frac": opt.rateFrac, "foreign_max": opt.foreignMax, "retries": opt.retries},
 	}
 	if outPath == "" {
 		name := begin.UTC().Format("2006-01-02T150405Z")

@@ -56,6 +56,7 @@ type options struct {
 	duration   time.Duration
 	warmup     time.Duration
 	idleConns  int
+	idleBase   int // idle connections held before the baseline
 	locConns   int
 	rate       float64
 	rateFrac   float64
@@ -670,6 +671,7 @@ func (h *harness) openLoop(p *proc, addr netip.AddrPort, res *runResult) error {
 // idleDetail is what the idle shape saw besides memory.
 type idleDetail struct {
 	Conns          int     `json:"conns"`
+	Base           int     `json:"base_conns,omitempty"` // held open before RSSBefore (-idle-base)
 	RSSBefore      int64   `json:"rss_before"`
 	RSSAfter       int64   `json:"rss_after"`
 	OpenSeconds    float64 `json:"open_seconds"`
@@ -693,43 +695,64 @@ func (h *harness) idle(p *proc, addr netip.AddrPort, res *runResult) error {
 		c.Close()
 	}
 	time.Sleep(300 * time.Millisecond)
-	n := h.opt.idleConns
-	conns := make([]net.Conn, n)
 	var failures atomic.Int64
 	var firstErr atomic.Value
-	w := openWindow(p.pid)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			buf := make([]byte, 0, 4096)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				c, err := net.DialTimeout("tcp4", addr.String(), 5*time.Second)
-				if err == nil {
-					c.SetDeadline(time.Now().Add(10 * time.Second))
-					var r response
-					r, err = roundTrip(c, req, buf)
-					if err == nil && (r.status != 200 || r.close) {
-						err = fmt.Errorf("status %d close %v", r.status, r.close)
+	// openConns opens n connections with one request each; a failed one is nil.
+	openConns := func(n int) []net.Conn {
+		conns := make([]net.Conn, n)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				buf := make([]byte, 0, 4096)
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
 					}
-				}
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					if c != nil {
-						c.Close()
+					c, err := net.DialTimeout("tcp4", addr.String(), 5*time.Second)
+					if err == nil {
+						c.SetDeadline(time.Now().Add(10 * time.Second))
+						var r response
+						r, err = roundTrip(c, req, buf)
+						if err == nil && (r.status != 200 || r.close) {
+							err = fmt.Errorf("status %d close %v", r.status, r.close)
+						}
 					}
-					continue
+					if err != nil {
+						failures.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+						if c != nil {
+							c.Close()
+						}
+						continue
+					}
+					conns[i] = c
 				}
-				conns[i] = c
-			}
-		})
+			})
+		}
+		wg.Wait()
+		return conns
 	}
-	wg.Wait()
+	var baseFailed int64
+	if h.opt.idleBase > 0 {
+		// Held through the run: what the first connections cost once (the
+		// runtime's first collections, code paged in, buffers for 32 requests at a
+		// time) is in the baseline.
+		base := openConns(h.opt.idleBase)
+		defer func() {
+			for _, c := range base {
+				if c != nil {
+					c.Close()
+				}
+			}
+		}()
+		time.Sleep(2 * time.Second)
+		baseFailed = failures.Swap(0)
+	}
+	n := h.opt.idleConns
+	w := openWindow(p.pid)
+	conns := openConns(n)
 	opened := time.Since(w.start)
 	if h.opt.quick {
 		time.Sleep(500 * time.Millisecond)
@@ -738,7 +761,7 @@ func (h *harness) idle(p *proc, addr netip.AddrPort, res *runResult) error {
 	}
 	w.close()
 	w.fill(res, int64(n)-failures.Load())
-	det := idleDetail{Conns: n, RSSBefore: w.before.rssBytes, RSSAfter: w.after.rssBytes, OpenSeconds: opened.Seconds(), CPUusPerConnRq: res.CPUus}
+	det := idleDetail{Conns: n, Base: h.opt.idleBase, RSSBefore: w.before.rssBytes, RSSAfter: w.after.rssBytes, OpenSeconds: opened.Seconds(), CPUusPerConnRq: res.CPUus}
 	open := int64(n) - failures.Load()
 	if open > 0 {
 		res.KBPerConn = float64(w.after.rssBytes-w.before.rssBytes) / float64(open) / 1024
@@ -765,7 +788,7 @@ func (h *harness) idle(p *proc, addr netip.AddrPort, res *runResult) error {
 			c.Close()
 		}
 	}
-	res.Errors = failures.Load() + int64(det.CheckFailures)
+	res.Errors = failures.Load() + baseFailed + int64(det.CheckFailures)
 	if s, ok := firstErr.Load().(string); ok {
 		res.ErrorKind = s
 	}
