@@ -119,10 +119,17 @@ func initModule(s *httpcore.Setup) error {
 // headerFilter decides what happens to the response, as nginx's gzip and gunzip
 // header filters with ngx_http_gzip_ok, and for brotli and zstd the same way.
 func headerFilter(r *httpcore.Request) {
+	lc, _ := r.LocConf(self).(*LocConf)
+	if lc == nil || lc.idle {
+		// Nothing to do here unless an earlier response on the request left its
+		// state (its mode, or gzip_static's Vary): no state made, none reset.
+		if ctx, _ := r.Ctx(key).(*reqCtx); ctx == nil || ctx.mode == passThrough && !ctx.gzipVary {
+			return
+		}
+	}
 	ctx := ctxOf(r)
 	ctx.release()
 	*ctx = reqCtx{loop: ctx.loop, gzipVary: ctx.gzipVary}
-	lc, _ := r.LocConf(self).(*LocConf)
 	if lc == nil {
 		return
 	}
@@ -151,7 +158,7 @@ func headerFilter(r *httpcore.Request) {
 // on the fly (static's range filter then leaves the response whole).
 func encodes(r *httpcore.Request) bool {
 	lc, _ := r.LocConf(self).(*LocConf)
-	if lc == nil {
+	if lc == nil || lc.idle {
 		return false
 	}
 	m, _, vary := choose(r, lc, r.Header())

@@ -17,7 +17,9 @@ var Module = &conf.Module{
 	Directives: directives(),
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP: func(parent, child any) error {
-		conf.Inherit(child.(*LocConf), parent.(*LocConf), func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
+		lc := child.(*LocConf)
+		conf.Inherit(lc, parent.(*LocConf), func(lc *LocConf) *uint64 { return &lc.set }, defaults, inheritedFields)
+		lc.idle = !lc.Gunzip && !lc.Coders[Gzip].On && !lc.Coders[Brotli].On && !lc.Coders[Zstd].On
 		return nil
 	},
 	Ctx: hooks,
@@ -98,6 +100,11 @@ type LocConf struct {
 	// Static is gzip_static, brotli_static and zstd_static.
 	Static [numEncodings]StaticMode
 	set    uint64
+	// idle: the level neither compresses nor gunzips (set once merged), so the
+	// header filter has nothing to decide, as nginx's gzip filter returns at once
+	// under gzip off. The http level's is never merged and stays false (decided
+	// per response, as before).
+	idle bool
 }
 
 const (

@@ -8,8 +8,9 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 )
 
-// statusText is nginx's reason phrases.
-var statusText = map[int]string{
+// statusText is nginx's reason phrases, by code: every response's status line
+// reads it, and indexing costs less than a map lookup.
+var statusText = [600]string{
 	100: "Continue", 101: "Switching Protocols",
 	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
 	301: "Moved Permanently", 302: "Moved Temporarily", 303: "See Other", 304: "Not Modified",
@@ -38,8 +39,8 @@ func pageTitle(code int) string {
 }
 
 func reason(code int) string {
-	if s, ok := statusText[code]; ok {
-		return s
+	if uint(code) < uint(len(statusText)) {
+		return statusText[code]
 	}
 	return ""
 }
