@@ -71,9 +71,9 @@ func (l *Loop) uncorkForClose(c *conn) {
 		return
 	}
 	l.corked = slices.Delete(l.corked, i, i+1)
-	if !(c.shutWr && c.q.size == 0) {
-		_ = rawShutdownWrite(c.fd)
-	}
+	// Even after CloseWrite: closeNow has dropped the queue by now, so whether its
+	// shutdown(2) was made is not known here; a second one does no harm.
+	_ = rawShutdownWrite(c.fd)
 }
 
 // endCallback settles what a callback left: connections whose write failed are

@@ -189,3 +189,32 @@ func TestCorkedCloseInputArrivesAfterRead(t *testing.T) {
 		t.Fatalf("read %q, %v; want the answer before the reset", buf[:n], err)
 	}
 }
+
+// TestCorkedLargeWriteThenClose: a corked answer larger than the socket takes is
+// partly queued; Close waits for the queue, and the client reads all of it and a
+// clean end.
+func TestCorkedLargeWriteThenClose(t *testing.T) {
+	answer := make([]byte, 4<<20)
+	for i := range answer {
+		answer[i] = byte(i * 7)
+	}
+	h := &funcHandler{data: func(c Conn, b []byte) {
+		_ = unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10)
+		_, _ = c.(Corker).WritevCorked([][]byte{answer[:100], answer[100:]})
+		if c.Queued() == 0 {
+			t.Error("the socket took the whole answer: nothing queued")
+		}
+		_ = c.Close()
+	}}
+	_, addr := startLoop(t, Config{Handler: h})
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || len(got) != len(answer) || string(got) != string(answer) {
+		t.Fatalf("read %d bytes of %d, %v", len(got), len(answer), err)
+	}
+}
