@@ -5,6 +5,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,5 +146,75 @@ func TestCorkedCloseWithUnreadInput(t *testing.T) {
 	}
 	if _, err := c.Read(buf); err != syscall.ECONNRESET && err != io.EOF {
 		t.Logf("after the answer: %v", err)
+	}
+}
+
+// TestCorkedCloseInputArrivesAfterRead: the last read found no more input, but
+// the peer sent more before the close (a request pipelined behind "Connection:
+// close", in a write of its own). close(2) then resets the connection: the held
+// answer must have been sent before it, as a plain write's would be. (Before:
+// dropped with the reset; 77 of 900 such clients of numaproxy got no answer, 0 of
+// 900 of the build before WritevCorked, 0 of nginx's.)
+func TestCorkedCloseInputArrivesAfterRead(t *testing.T) {
+	sendMore := make(chan struct{})
+	h := &funcHandler{data: func(c Conn, b []byte) {
+		if ready, known := c.(InputReadier).InputReady(); ready || !known {
+			t.Errorf("input ready %v, known %v after a short read", ready, known)
+		}
+		_, _ = c.(Corker).WritevCorked([][]byte{[]byte("the answer")})
+		close(sendMore)
+		// The input arrives between the read and the close.
+		for i := 0; i < 5000; i++ {
+			if n, _ := unix.IoctlGetInt(c.Fd(), unix.TIOCINQ); n > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		_ = c.Close()
+	}}
+	_, addr := startLoop(t, Config{Handler: h})
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	<-sendMore
+	if _, err := c.Write([]byte("more input")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(c, buf, len("the answer"))
+	if string(buf[:n]) != "the answer" {
+		t.Fatalf("read %q, %v; want the answer before the reset", buf[:n], err)
+	}
+}
+
+// TestCorkedLargeWriteThenClose: a corked answer larger than the socket takes is
+// partly queued; Close waits for the queue, and the client reads all of it and a
+// clean end.
+func TestCorkedLargeWriteThenClose(t *testing.T) {
+	answer := make([]byte, 4<<20)
+	for i := range answer {
+		answer[i] = byte(i * 7)
+	}
+	h := &funcHandler{data: func(c Conn, b []byte) {
+		_ = unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10)
+		_, _ = c.(Corker).WritevCorked([][]byte{answer[:100], answer[100:]})
+		if c.Queued() == 0 {
+			t.Error("the socket took the whole answer: nothing queued")
+		}
+		_ = c.Close()
+	}}
+	_, addr := startLoop(t, Config{Handler: h})
+	c := dial(t, addr)
+	defer c.Close()
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || len(got) != len(answer) || string(got) != string(answer) {
+		t.Fatalf("read %d bytes of %d, %v", len(got), len(answer), err)
 	}
 }

@@ -89,6 +89,12 @@ func rawClose(fd int) error {
 	return rawErr(e)
 }
 
+// rawShutdownWrite sends the FIN (shutdown(2) SHUT_WR) after what the socket holds.
+func rawShutdownWrite(fd int) error {
+	_, _, e := unix.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), unix.SHUT_WR, 0)
+	return rawErr(e)
+}
+
 func rawEpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
 	return rawErr(e)

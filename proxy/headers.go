@@ -72,7 +72,14 @@ func (ex *exchange) responseHeader() {
 			from := len(b)
 			h.AddBuilt(name, httpcore.EscapeControls(ex.appendCookie(b, value), from), from)
 		} else {
-			h.Add(name, value)
+			// Copied: the head lies in a buffer reused once the response started (the
+			// loop's read buffer, headInPlace), and the fields are read until the
+			// request ends ($sent_http_* in the access log).
+			b := h.Buf()
+			from := len(b)
+			b = append(b, name...)
+			mid := len(b)
+			h.AddBuilt(b[from:mid:mid], append(b, value...), mid)
 		}
 	}
 	ex.addStickyCookie(h)
