@@ -93,7 +93,6 @@ type Listen struct {
 	DefaultServer bool
 	ReusePort     bool
 	Bind          bool // every address has its own socket anyway: nginx's bind is always on
-	IPv6Only      bool
 	SSL           bool // connections on the address speak TLS (any listen of it saying ssl)
 	ProxyProtocol bool // connections on the address start with a PROXY protocol header (any listen of it saying so)
 	Socket        SocketOptions

@@ -24,7 +24,7 @@ func httpDirectives() []Directive {
 			Doc:    "A virtual server."},
 		{Name: "listen", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setListen,
 			Syntax: "listen address[:port] | port [default_server] [ssl] [proxy_protocol] [reuseport] [bind] [backlog=number] [rcvbuf=size] [sndbuf=size] [deferred] [fastopen=number] [ipv6only=on|off] [so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]];", Default: "*:80",
-			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80. Every address gets its own sockets (one per loop, SO_REUSEPORT), so bind and reuseport are what numaproxy always does. Socket parameters are set on new sockets and again on reload; deferred sets TCP_DEFER_ACCEPT (1 s, as nginx). ssl makes the address speak TLS (if any listen of it says so, as in nginx); proxy_protocol makes each connection start with a PROXY protocol header (v1 or v2, before the TLS handshake with ssl), one without a valid header is closed."},
+			Doc: "Address and port the server accepts connections on; IPv6 as [::]:80. Every address gets its own sockets (one per loop, SO_REUSEPORT), so bind and reuseport are what numaproxy always does. Socket parameters are set on new sockets and again on reload; deferred sets TCP_DEFER_ACCEPT (1 s, as nginx). ssl makes the address speak TLS (if any listen of it says so, as in nginx); proxy_protocol makes each connection start with a PROXY protocol header (v1 or v2, before the TLS handshake with ssl), one without a valid header is closed. An IPv6 address's sockets take IPv6 only: ipv6only=off is refused (listen on the IPv4 address as well)."},
 		{Name: "server_name", Contexts: ServerCtx, Args: Args1More, Multi: true, Set: setServerName,
 			Syntax: "server_name name ...;", Default: `""`,
 			Doc: "Names of the server: exact, *.example.com, example.*, .example.com, or ~regex."},
@@ -66,7 +66,6 @@ func setListen(c *Cursor, s *Stmt) error {
 		return s.InvalidValue(s.Args[0], err.Error())
 	}
 	l.Pos = s.Pos
-	l.IPv6Only = l.Addr.Addr().Is6()
 	for _, a := range s.Args[1:] {
 		key, val, hasVal := strings.Cut(a.Value, "=")
 		switch {
@@ -111,7 +110,12 @@ func setListen(c *Cursor, s *Stmt) error {
 			if err != nil || !l.Addr.Addr().Is6() {
 				return s.InvalidValue(a, "ipv6only takes on or off, on an IPv6 address")
 			}
-			l.IPv6Only = on
+			if !on {
+				// An IPv6 socket is always IPV6_V6ONLY here: each address has its own
+				// reuseport group and steering program, which a socket taking IPv4 too
+				// would join twice.
+				return &Error{Pos: a.Pos, Msg: `"ipv6only=off" (one socket for IPv4 and IPv6) is not supported: listen on the IPv4 address as well`}
+			}
 		case !hasVal && key == "ssl":
 			l.SSL = true
 		case !hasVal && key == "proxy_protocol":

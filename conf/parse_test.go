@@ -51,6 +51,8 @@ func TestLoadErrors(t *testing.T) {
 			"", `"listen" directive is not allowed here in main.conf:2`},
 		{"arity", map[string]string{"main.conf": "\n\nworker_processes 1 2;\n"},
 			"", `invalid number of arguments in "worker_processes" directive in main.conf:3`},
+		{"dual-stack listen", map[string]string{"main.conf": "http {\n server {\n  listen [::]:80 ipv6only=off;\n }\n}\n"},
+			"", `"ipv6only=off" (one socket for IPv4 and IPv6) is not supported: listen on the IPv4 address as well in main.conf:3`},
 		{"arity zero", map[string]string{"main.conf": "pid;\n"},
 			"", `invalid number of arguments in "pid" directive in main.conf:1`},
 		{"duplicate", map[string]string{"main.conf": "pid a;\npid b;\n"},
@@ -203,13 +205,13 @@ func TestListenForms(t *testing.T) {
 func TestListenParameters(t *testing.T) {
 	cfg := mustLoad(t, map[string]string{"main.conf": `http { server {
 	listen 8080 default_server reuseport backlog=4096;
-	listen [::]:8080 ipv6only=off;
+	listen [::]:8080 ipv6only=on;
 } }`})
 	ls := cfg.HTTP.Servers[0].Listens
 	if !ls[0].DefaultServer || !ls[0].ReusePort || ls[0].Socket.Backlog != 4096 || ls[0].Pos.Line != 2 {
 		t.Fatalf("listen 0 = %+v", ls[0])
 	}
-	if ls[1].IPv6Only || !ls[1].Addr.Addr().Is6() {
+	if !ls[1].Addr.Addr().Is6() {
 		t.Fatalf("listen 1 = %+v", ls[1])
 	}
 }
