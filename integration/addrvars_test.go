@@ -11,8 +11,8 @@ import (
 
 // TestAddressVariablesLikeNginx: $remote_addr, $server_addr, $server_port and
 // $remote_port on IPv4 and IPv6 listeners, bound or wildcard, as nginx gives them (connections keep
-// their addresses packed). (Not here: listen ... ipv6only=off, which numaproxy
-// accepts but does not apply, and unix-domain listeners, which it refuses.)
+// their addresses packed). (Not here: listen ... ipv6only=off and unix-domain
+// listeners, which numaproxy refuses.)
 func TestAddressVariablesLikeNginx(t *testing.T) {
 	type lst struct{ listen, dialNet, dialAddr string }
 	mk := func() []lst {
