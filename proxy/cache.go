@@ -279,6 +279,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		c.zone.Remove(c.key)
 		return false
 	}
+	ex.upHead = e.Head // nginx's $upstream_http_* of a hit: the entry's fields
 	c.status = status
 	if c.locked {
 		c.zone.Unlock(c.key)
