@@ -14,7 +14,8 @@ import (
 // $upstream_status in the access log, and $upstream_http_* in add_header (logged as
 // $sent_http_x_up), against nginx: a response whose body comes in a later read than
 // its head, a retry after an upstream closed without answering and after a 502
-// (proxy_next_upstream), a proxy_cache MISS then HIT, a pipelined keep-alive pair.
+// (proxy_next_upstream) and one whose every try failed, an intercepted 404
+// (error_page to a return), a proxy_cache MISS then HIT, a pipelined keep-alive pair.
 // (The fields were read from the upstream's read buffer, gone by the log phase:
 // every $upstream_http_* was logged "-".)
 func TestAccessLogUpstreamHTTPLikeNginx(t *testing.T) {
@@ -47,12 +48,22 @@ func TestAccessLogUpstreamHTTPLikeNginx(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/x-bad\r\nX-Cache: bad\r\nContent-Length: 3\r\n\r\nbad")
 		}
 	})
+	notFound := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := readHead(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 404 Not Found\r\nContent-Type: text/x-nf\r\nX-Cache: nf\r\nSet-Cookie: sid=gone\r\nContent-Length: 3\r\n\r\nnf\n")
+		}
+	})
 	httpBody := `
   log_format up '$uri $status x=$upstream_http_x_cache ct=$upstream_http_content_type '
       'us=$upstream_status sid=$upstream_cookie_sid cs=$upstream_cache_status sent=$sent_http_x_up';
   proxy_cache_path cache keys_zone=z:1m;
   upstream closes { server ` + closes.Addr + `; server ` + good.Addr + ` backup; }
   upstream bad { server ` + bad.Addr + `; server ` + good.Addr + ` backup; }
+  upstream allbad { server ` + closes.Addr + `; server ` + bad.Addr + ` backup; }
   server {
     listen %[1]s;
     access_log logs/up.log up;
@@ -63,6 +74,9 @@ func TestAccessLogUpstreamHTTPLikeNginx(t *testing.T) {
     location /closes/ { proxy_pass http://closes; }
     location /bad/ { proxy_pass http://bad; proxy_next_upstream error http_502; }
     location /cached/ { proxy_pass http://` + origin.Addr + `; proxy_cache z; }
+    location /allbad/ { proxy_pass http://allbad; proxy_next_upstream error http_502; }
+    location /down/ { proxy_pass http://` + closes.Addr + `; }
+    location /icpt/ { proxy_pass http://` + notFound.Addr + `; proxy_intercept_errors on; error_page 404 /own; }
     location /own { return 200 "own\n"; }
   }`
 	requests := []struct {
@@ -74,6 +88,9 @@ func TestAccessLogUpstreamHTTPLikeNginx(t *testing.T) {
 		{"GET /bad/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 		{"GET /cached/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 		{"GET /cached/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+		{"GET /allbad/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+		{"GET /down/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
+		{"GET /icpt/a HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 		{"GET /slow/b HTTP/1.1\r\nHost: t\r\n\r\nGET /own HTTP/1.1\r\nHost: t\r\n\r\n", 2},
 	}
 	np, ng := addrFor(t), addrFor(t)
