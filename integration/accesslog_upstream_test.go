@@ -116,3 +116,51 @@ func TestAccessLogUpstreamHTTPLikeNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessLogUpstreamHTTPRevalidatedLikeNginx: $upstream_http_* of a cached
+// response revalidated with a 304 (proxy_cache_revalidate), as nginx logs it.
+func TestAccessLogUpstreamHTTPRevalidatedLikeNginx(t *testing.T) {
+	up := newRawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			head, err := readHead(br)
+			if err != nil {
+				return
+			}
+			if strings.Contains(strings.ToLower(head), "if-modified-since:") {
+				io.WriteString(c, "HTTP/1.1 304 Not Modified\r\nX-Cache: v304\r\nLast-Modified: Mon, 01 Jan 2024 00:00:00 GMT\r\n\r\n")
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/x-v1\r\nX-Cache: v1\r\n"+
+				"Last-Modified: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 3\r\n\r\nv1\n")
+		}
+	})
+	httpBody := `
+  log_format up '$uri $status x=$upstream_http_x_cache ct=$upstream_http_content_type us=$upstream_status cs=$upstream_cache_status';
+  proxy_cache_path cache keys_zone=z:1m;
+  server {
+    listen %[1]s;
+    access_log logs/up.log up;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location / { proxy_pass http://` + up.Addr + `; proxy_cache z; proxy_cache_valid 200 1s; proxy_cache_revalidate on; }
+  }`
+	np, ng := addrFor(t), addrFor(t)
+	in := startHTTP(t, strings.ReplaceAll(httpBody, "%[1]s", np), np)
+	ngi := startNginx(t, strings.ReplaceAll(httpBody, "%[1]s", ng), ng)
+	for _, a := range []string{np, ng} {
+		sendCounting(t, a, "GET /r HTTP/1.1\r\nHost: t\r\n\r\n", 1)
+	}
+	time.Sleep(2100 * time.Millisecond) // the entry expires
+	for _, a := range []string{np, ng} {
+		sendCounting(t, a, "GET /r HTTP/1.1\r\nHost: t\r\n\r\n", 1)
+	}
+	a := readLines(t, in.path("logs/up.log"), 2)
+	b := readLines(t, filepath.Join(ngi.dir, "logs", "up.log"), 2)
+	for i := range b {
+		t.Logf("numaproxy %s\nnginx     %s", a[i], b[i])
+		if a[i] != b[i] {
+			t.Errorf("line %d: numaproxy %q, nginx %q", i+1, a[i], b[i])
+		}
+	}
+}
