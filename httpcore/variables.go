@@ -205,6 +205,9 @@ func (v *Variables) lookup(name string, pos conf.Pos) (part, error) {
 			if d.Param != nil {
 				param = d.Param(param)
 			}
+			if d.Compiled != nil {
+				d.Compiled()
+			}
 			return part{v: d, param: param}, nil
 		}
 	}

@@ -48,6 +48,10 @@ type exchange struct {
 	// resp is kept out of exchangeState, which is zeroed for each request: its
 	// field array is 1.8 KB, two thirds of the exchange, and Reset readies it.
 	resp http1.Response
+	// headCopy holds the upstream's response head once its buffer goes back, when a
+	// template names $upstream_http_* or $upstream_cookie_* (the access log reads them
+	// at the request's end); kept across requests.
+	headCopy []byte
 	// gen counts the requests (and internal redirects) the exchange served.
 	gen uint32
 }
@@ -96,6 +100,9 @@ type exchangeState struct {
 	rlen       http1.LengthBody
 	rchunks    http1.ChunkedDecoder
 	gotBytes   bool // any response byte arrived on the current connection
+	// upHead is the upstream response head resp's fields lie in (rbuf, a cached
+	// entry's, or headCopy), for $upstream_http_*; nil when there is none.
+	upHead []byte
 
 	ck *cacheCtx // proxy_cache's state (cache.go); kept across requests
 
@@ -574,6 +581,7 @@ func (ex *exchange) resetResponse() {
 	}
 	ex.resp.Reset()
 	ex.resp.HeadRequest = ex.r.IsHEAD()
+	ex.upHead = nil // as nginx, a next try's fields replace the last one's
 }
 
 func (ex *exchange) onTimeout() {
@@ -740,6 +748,9 @@ func (ex *exchange) headInPlace(data []byte) bool {
 		b := append(ex.st.pool().Get(max(4096, len(ex.rbuf)))[:0], ex.rbuf...)
 		ex.rbuf, ex.rbufLoaned = b, false
 		ex.resp.Parse(b[:min(len(b), limit)]) // parsed already: points the fields at b
+		if ex.upHead != nil {
+			ex.upHead = b[:len(ex.upHead)]
+		}
 	}
 	return true
 }
@@ -756,6 +767,7 @@ func (ex *exchange) startResponse(headLen int) {
 	}
 	try := ex.try()
 	try.status, try.header, try.headLen = code, ex.responseTime, int64(headLen)
+	ex.upHead = ex.rbuf[:headLen]
 	if code == 101 && !ex.upgrade {
 		ex.fail(NextInvalidHeader, 502, "upstream sent 101 to a request that did not ask for an upgrade")
 		return
@@ -834,6 +846,9 @@ func (ex *exchange) startResponse(headLen int) {
 }
 
 func (ex *exchange) releaseResponseBuffer() {
+	if ex.rbuf != nil && ex.upHead != nil {
+		ex.keepHead()
+	}
 	if ex.rbufLoaned {
 		ex.rbuf, ex.rbufLoaned = nil, false
 	}
@@ -841,6 +856,18 @@ func (ex *exchange) releaseResponseBuffer() {
 		ex.st.pool().Put(ex.rbuf[:cap(ex.rbuf)])
 		ex.rbuf = nil
 	}
+}
+
+// keepHead copies the response head out of the buffer about to go back when
+// $upstream_http_* or $upstream_cookie_* are used; else its fields are gone.
+func (ex *exchange) keepHead() {
+	if !upstreamFieldsUsed.Load() {
+		ex.upHead = nil
+		return
+	}
+	ex.headCopy = append(ex.headCopy[:0], ex.upHead...)
+	ex.upHead = ex.headCopy
+	ex.resp.Parse(ex.upHead) // parsed already: points the fields at the copy
 }
 
 // takeBody passes response body bytes to the client; the core frames them for it.

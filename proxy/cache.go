@@ -270,6 +270,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 	}
 	ex.rbuf = buf
 	ex.resp.Reset()
+	ex.upHead = nil // a revalidation's 304 kept before (keepHead) is replaced by the entry's
 	ex.resp.HeadRequest = r.IsHEAD()
 	ex.resp.Limits = http1.Limits{MaxLineSize: len(e.Head) + 1, MaxHeadSize: len(e.Head) + 1}
 	if _, err := ex.resp.Parse(e.Head); err != nil {
@@ -279,6 +280,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		c.zone.Remove(c.key)
 		return false
 	}
+	ex.upHead = e.Head // nginx's $upstream_http_* of a hit: the entry's fields
 	c.status = status
 	if c.locked {
 		c.zone.Unlock(c.key)

@@ -6,6 +6,7 @@ import (
 	"github.com/numaproxy/numaproxy/internal/freelist"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/numaproxy/numaproxy/cache"
@@ -320,22 +321,20 @@ var variables = append(stateVariables, []httpcore.Variable{
 		}
 		return r.RemoteAddr().Addr().AppendTo(dst)
 	}},
-	{Name: "upstream_http_", Prefix: true, Param: func(rest string) string {
+	{Name: "upstream_http_", Prefix: true, Compiled: useUpstreamFields, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
-		// nginx: the first field of the upstream's response head called name, while
-		// the exchange has it.
-		if ex := running(r); ex != nil && ex.status != 0 && ex.rbuf != nil {
-			if v, ok := ex.resp.Headers.Get(name); ok {
+		// nginx: the first field called name of the last upstream response head.
+		if h := upstreamFields(r); h != nil {
+			if v, ok := h.Get(name); ok {
 				return append(dst, v...)
 			}
 		}
 		return dst
 	}},
-	{Name: "upstream_cookie_", Prefix: true, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
+	{Name: "upstream_cookie_", Prefix: true, Compiled: useUpstreamFields, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
 		// nginx: the value of the cookie name in the upstream's Set-Cookie fields.
-		if ex := running(r); ex != nil && ex.status != 0 && ex.rbuf != nil {
-			h := &ex.resp.Headers
+		if h := upstreamFields(r); h != nil {
 			for i := h.Index("set-cookie", 0); i >= 0; i = h.Index("set-cookie", i+1) {
 				if v, ok := setCookieValue(h.Value(i), name); ok {
 					return append(dst, v...)
@@ -355,6 +354,24 @@ var ownVariables = func() *httpcore.Variables {
 	}
 	return v
 }()
+
+// upstreamFieldsUsed: a template names $upstream_http_* or $upstream_cookie_*, so
+// the response head is kept for the request once its buffer goes back (keepHead).
+// Set when a configuration is compiled and never cleared (one that was refused may
+// have set it: the copy costs little).
+var upstreamFieldsUsed atomic.Bool
+
+func useUpstreamFields() { upstreamFieldsUsed.Store(true) }
+
+// upstreamFields is the request's last upstream response head's fields (a cache
+// hit's entry's), nil when it has none.
+func upstreamFields(r *httpcore.Request) *http1.Headers {
+	ex, _ := r.Ctx(key).(*exchange)
+	if ex == nil || ex.seq != r.Seq() || ex.upHead == nil {
+		return nil
+	}
+	return &ex.resp.Headers
+}
 
 // running is the request's exchange while it runs, else nil.
 func running(r *httpcore.Request) *exchange {
