@@ -165,22 +165,23 @@ func TestSummaryRatios(t *testing.T) {
 	}
 }
 
-// TestReqLogicSummary: the reqlogic rows carry the median of the per-run ratios to
-// the paired baseline, and print them.
+// TestReqLogicSummary: the reqlogic rows carry the medians of the per-run ratios
+// to the paired baseline and of the differences, and print them.
 func TestReqLogicSummary(t *testing.T) {
 	runs := []runResult{
-		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 21, Detail: reqLogicDetail{BaseCPUus: 20, CPUVsBase: 1.05}},
-		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 22, Detail: reqLogicDetail{BaseCPUus: 20, CPUVsBase: 1.1}},
-		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 30, Detail: reqLogicDetail{BaseCPUus: 30, CPUVsBase: 1}},
-		{Shape: "reqlogic", Proxy: "nginx", Requests: 1, ReqPerSec: 20, CPUus: 40, Detail: reqLogicDetail{}},
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 21, Detail: pairedDetail{BaseCPUus: 20, CPUVsBase: 1.05, CPUOverBase: 1}},
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 22, Detail: pairedDetail{BaseCPUus: 20, CPUVsBase: 1.1, CPUOverBase: 2}},
+		{Shape: "reqlogic", Proxy: "numaproxy", Requests: 1, ReqPerSec: 30, CPUus: 30, Detail: pairedDetail{BaseCPUus: 30, CPUVsBase: 1}},
+		{Shape: "reqlogic", Proxy: "nginx", Requests: 1, ReqPerSec: 20, CPUus: 40, Detail: pairedDetail{}},
 	}
 	s := summarize(runs, nil)
-	if len(s) != 2 || s[0].CPUVsBase.Median != 1.05 || s[0].CPUVsBase.N != 3 || s[0].BaseCPUus.Median != 20 || s[1].CPUVsBase.N != 0 {
+	if len(s) != 2 || s[0].CPUVsBase.Median != 1.05 || s[0].CPUVsBase.N != 3 || s[0].BaseCPUus.Median != 20 || s[0].CPUOverBase.Median != 1 || s[1].CPUVsBase.N != 0 {
 		t.Fatalf("%+v", s)
 	}
 	var b strings.Builder
 	printTables(&b, s, map[string]string{"reqlogic": "request logic"}, nil, []string{"reqlogic"})
-	if !strings.Contains(b.String(), "CPU ×baseline") || !strings.Contains(b.String(), "1.050 (1.000–1.100)") {
+	if !strings.Contains(b.String(), "CPU ×baseline") || !strings.Contains(b.String(), "1.050 (1.000–1.100)") ||
+		!strings.Contains(b.String(), "CPU µs over baseline") || !strings.Contains(b.String(), "1.00 (0.00–2.00)") {
 		t.Fatal(b.String())
 	}
 }

@@ -52,9 +52,10 @@ type summary struct {
 	Foreign   float64 `json:"max_foreign_share"`
 	Reloads   int     `json:"reloads,omitempty"`
 	// The reqlogic shape: its baseline's CPU per request and the ratio to it of
-	// each run's own (reqLogicDetail).
-	BaseCPUus spread `json:"baseline_cpu_us_per_req"`
-	CPUVsBase spread `json:"cpu_vs_baseline"`
+	// each run's own (pairedDetail).
+	BaseCPUus   spread `json:"baseline_cpu_us_per_req"`
+	CPUVsBase   spread `json:"cpu_vs_baseline"`
+	CPUOverBase spread `json:"cpu_us_over_baseline"`
 	// Ratios of medians to nginx's in the same shape (0 when nginx has no row).
 	ReqPerSecVsNginx float64 `json:"req_per_sec_vs_nginx,omitempty"`
 	CPUVsNginx       float64 `json:"cpu_vs_nginx,omitempty"`
@@ -83,7 +84,7 @@ func summarize(results, discarded []runResult) []summary {
 	for _, k := range order {
 		rs := groups[k]
 		s := summary{Shape: k.shape, Proxy: k.proxy, Runs: len(rs)}
-		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz, baseCPU, vsBase []float64
+		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz, baseCPU, vsBase, overBase []float64
 		for _, r := range rs {
 			s.Errors += r.Errors
 			if s.ErrorKind == "" && r.ErrorKind != "" {
@@ -114,8 +115,9 @@ func summarize(results, discarded []runResult) []summary {
 			if d, ok := r.Detail.(reloadDetail); ok {
 				s.Reloads += d.Reloads
 			}
-			if d, ok := r.Detail.(reqLogicDetail); ok && d.CPUVsBase > 0 {
+			if d, ok := r.Detail.(pairedDetail); ok && d.CPUVsBase > 0 {
 				baseCPU, vsBase = append(baseCPU, d.BaseCPUus), append(vsBase, d.CPUVsBase)
+				overBase = append(overBase, d.CPUOverBase)
 			}
 			if k.shape == "idle" {
 				kb = append(kb, r.KBPerConn)
@@ -132,7 +134,7 @@ func summarize(results, discarded []runResult) []summary {
 		s.ReqPerSec, s.CPUus, s.RSSMiB, s.MBps = spreadOf(rps), spreadOf(cpu), spreadOf(rss), spreadOf(mbps)
 		s.P50, s.P99, s.P999, s.KBPerConn, s.Local = spreadOf(p50), spreadOf(p99), spreadOf(p999), spreadOf(kb), spreadOf(local)
 		s.LagP99, s.GzipBytes = spreadOf(lag), spreadOf(gz)
-		s.BaseCPUus, s.CPUVsBase = spreadOf(baseCPU), spreadOf(vsBase)
+		s.BaseCPUus, s.CPUVsBase, s.CPUOverBase = spreadOf(baseCPU), spreadOf(vsBase), spreadOf(overBase)
 		s.syscallMedians(rs)
 		out = append(out, s)
 	}
@@ -266,11 +268,11 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Proxy, loc, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.CPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s))
 			}
-		case "reqlogic":
-			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tbaseline CPU µs/req\tCPU ×baseline\tRSS MiB\terrors\treruns\t")
+		case "reqlogic", "log", "logbuf":
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tbaseline CPU µs/req\tCPU ×baseline\tCPU µs over baseline\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
-					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
+					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.CPUOverBase, 2), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		default:
 			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tRSS MiB\terrors\treruns\t")

@@ -104,8 +104,8 @@ type shapeDef struct {
 var shapeDefs = []shapeDef{
 	{Name: "keepalive", Title: "keep-alive, ~100-byte response (wrk -t1 -c50)", measure: (*harness).keepAlive},
 	{Name: "keepalive-64", Title: "keep-alive as above, upstream keepalive 64 (more idle connections kept than the 50 clients: no upstream reconnects)", measure: (*harness).keepAlive, upKeepalive: 64},
-	{Name: "log", Title: "keepalive-64 as above, access_log combined to a file (compare with keepalive-64)", measure: (*harness).keepAlive, accessLog: "access.log combined", upKeepalive: 64},
-	{Name: "logbuf", Title: "keepalive-64 as above, access_log combined to a file with buffer=64k (compare with keepalive-64)", measure: (*harness).keepAlive, accessLog: "access.log combined buffer=64k", upKeepalive: 64},
+	{Name: "log", Title: "keepalive-64 as above, access_log combined to a file; baseline: the same process through a location with access_log off", measure: (*harness).logShape, accessLog: "access.log combined", upKeepalive: 64},
+	{Name: "logbuf", Title: "keepalive-64 as above, access_log combined to a file with buffer=64k; baseline: the same process through a location with access_log off", measure: (*harness).logShape, accessLog: "access.log combined buffer=64k", upKeepalive: 64},
 	{Name: "close", Title: "new connection per request (wrk -t1 -c50 -H 'Connection: close')", measure: (*harness).newConn},
 	{Name: "large", Title: "1 MiB response (wrk -t1 -c10)", measure: (*harness).large},
 	{Name: "static-small", Title: "static file, keep-alive, 100 bytes (wrk -t1 -c50; sendfile on)", measure: (*harness).staticSmall, files: true},
@@ -360,20 +360,23 @@ func (h *harness) limitReq(p *proc, addr netip.AddrPort, res *runResult) error {
 // none matches.
 const reqLogicUA = "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
-// reqLogicDetail is a reqlogic run's baseline: on the same proxy process, in turn
-// with the measured run, the request the upstream sees after the rewrite
-// (/rl/items/42?id=42, the same User-Agent) through location /, without the map,
-// set, if and rewrite.
-type reqLogicDetail struct {
+// pairedDetail is a run's baseline, measured on the same proxy process in turn
+// with it (before it in odd repetitions, after it in even ones), so that what the
+// shape adds is told apart from what the machine's state adds to both: reqlogic's
+// is the request the upstream sees after the rewrite (/rl/items/42?id=42, the same
+// User-Agent) through location /, without the map, set, if and rewrite; the log
+// shapes' is location /nolog/, the same proxying with access_log off.
+type pairedDetail struct {
 	BaseReqPerSec float64 `json:"baseline_req_per_sec"`
 	BaseCPUus     float64 `json:"baseline_cpu_us_per_req"`
 	CPUVsBase     float64 `json:"cpu_vs_baseline"`
+	CPUOverBase   float64 `json:"cpu_us_over_baseline"`
 	BaseErrors    int64   `json:"baseline_errors"`
 }
 
 // reqLogic is keepAlive through /logic/: a map with regex keys on the User-Agent
 // ($is_bot), set, two ifs that do not fire and a rewrite with captures that does
-// (break, proxied as /rl/...). Its baseline (reqLogicDetail) runs before it in odd
+// (break, proxied as /rl/...). Its baseline (pairedDetail) runs before it in odd
 // repetitions and after it in even ones. One request first checks that the
 // rewrite reached the upstream and that the map and if answer a crawler with 403.
 func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
@@ -390,9 +393,15 @@ func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
 			return fmt.Errorf("reqlogic: %s: status %d (%d bytes), want %d", c.ua, st, len(body), c.status)
 		}
 	}
+	return h.paired(p, addr, res, "/logic/items/42", "/rl/items/42?id=42", reqLogicUA)
+}
+
+// paired measures path with wrk -c50 and, in turn with it on the same process,
+// its baseline basePath (pairedDetail).
+func (h *harness) paired(p *proc, addr netip.AddrPort, res *runResult, path, basePath string, headers ...string) error {
 	var base runResult
 	baseline := func() error {
-		_, err := h.wrkShape(p, addr, &base, "/rl/items/42?id=42", 50, reqLogicUA)
+		_, err := h.wrkShape(p, addr, &base, basePath, 50, headers...)
 		return err
 	}
 	if res.Rep%2 == 1 {
@@ -400,7 +409,7 @@ func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
 			return fmt.Errorf("baseline: %w", err)
 		}
 	}
-	if _, err := h.wrkShape(p, addr, res, "/logic/items/42", 50, reqLogicUA); err != nil {
+	if _, err := h.wrkShape(p, addr, res, path, 50, headers...); err != nil {
 		return err
 	}
 	if res.Rep%2 == 0 {
@@ -410,12 +419,19 @@ func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
 	}
 	// Foreign load during either half repeats the run.
 	res.Load.ForeignShare = max(res.Load.ForeignShare, base.Load.ForeignShare)
-	d := reqLogicDetail{BaseReqPerSec: base.ReqPerSec, BaseCPUus: base.CPUus, BaseErrors: base.Errors}
+	d := pairedDetail{BaseReqPerSec: base.ReqPerSec, BaseCPUus: base.CPUus, BaseErrors: base.Errors}
 	if base.CPUus > 0 {
 		d.CPUVsBase = res.CPUus / base.CPUus
+		d.CPUOverBase = res.CPUus - base.CPUus
 	}
 	res.Detail = d
 	return nil
+}
+
+// logShape is keepAlive (through location /, logged) paired with location
+// /nolog/ (access_log off): CPU over the baseline is what the access log costs.
+func (h *harness) logShape(p *proc, addr netip.AddrPort, res *runResult) error {
+	return h.paired(p, addr, res, "/", "/nolog/")
 }
 
 // getWith fetches url with one extra header ("Name: value").
