@@ -202,8 +202,11 @@ func TestIdleConnectionBytes(t *testing.T) {
 	// table (in 4 KiB chunks) and 8 of timer heap (which grows by doubling): 424
 	// (428-430 seen; 444-446 with a 160-byte HTTP conn, 465-498 with the 288- and
 	// 176-byte structs, 493-542 with 320 and 192).
-	if per > 440 {
-		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 440", per)
+	// 440-444 when other packages' tests load the machine: the bound leaves room
+	// for that; the structs' own sizes are pinned exactly by TestIdleConnSize and
+	// eventloop's size test.
+	if per > 460 {
+		t.Fatalf("%.0f heap bytes per idle keep-alive connection, want at most 460", per)
 	}
 }
 
