@@ -1,9 +1,6 @@
 package accesslog
 
 import (
-	"io"
-	"log/slog"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +8,6 @@ import (
 	"time"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/internal/looptest"
 	"github.com/numaproxy/numaproxy/rewrite"
@@ -65,31 +61,7 @@ func TestWriterPollsOffScheduler(t *testing.T) {
 func startHoldP(t *testing.T, addr, src string) {
 	reg := conf.MustRegistry(httpcore.Module, rewrite.Module, Module)
 	cfg, _ := looptest.Load(t, reg, "events {}\nhttp {\n"+src+"\n}\n")
-	snap, err := httpcore.NewSnapshot(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := httpcore.NewWorker(snap, log, 0)
-	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log, HoldP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetLoop(l)
-	ln, err := eventloop.ListenAddrPort(netip.MustParseAddrPort(addr), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AddListener(ln); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		l.Stop()
-		<-l.Done()
-	})
+	looptest.StartHoldP(t, cfg, nil, addr)
 }
 
 // otherSwitches sums the voluntary context switches of the process's threads but

@@ -46,6 +46,18 @@ func Load(tb testing.TB, reg *conf.Registry, src string) (*conf.Config, string) 
 // the test ends. log is the loop's and worker's logger; nil discards.
 func Start(tb testing.TB, cfg *conf.Config, log *slog.Logger, addr string) *httpcore.Worker {
 	tb.Helper()
+	return start(tb, cfg, log, addr, false)
+}
+
+// StartHoldP is Start with the loop as numaproxy runs it: holding its P in
+// epoll_wait (eventloop.Config.HoldP), which sets GOMAXPROCS.
+func StartHoldP(tb testing.TB, cfg *conf.Config, log *slog.Logger, addr string) *httpcore.Worker {
+	tb.Helper()
+	return start(tb, cfg, log, addr, true)
+}
+
+func start(tb testing.TB, cfg *conf.Config, log *slog.Logger, addr string, holdP bool) *httpcore.Worker {
+	tb.Helper()
 	snap, err := httpcore.NewSnapshot(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -54,7 +66,7 @@ func Start(tb testing.TB, cfg *conf.Config, log *slog.Logger, addr string) *http
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	w := httpcore.NewWorker(snap, log, 0)
-	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
+	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log, HoldP: holdP})
 	if err != nil {
 		tb.Fatal(err)
 	}
