@@ -4,7 +4,6 @@ package proxy
 
 import (
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,18 +46,5 @@ func TestUpstreamFieldsAllocs(t *testing.T) {
 			}
 		}
 	}
-	const n = 500
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		for _, r := range reqs {
-			if st := k.roundTrip(t, r); st != 200 {
-				t.Fatalf("status %d", st)
-			}
-		}
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.Mallocs - before.Mallocs; got > n/50 {
-		t.Fatalf("%d allocations for %d requests", got, len(reqs)*n)
-	}
+	k.fewAllocs(t, reqs, "requests")
 }
