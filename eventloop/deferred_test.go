@@ -1,7 +1,6 @@
 package eventloop
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 )
@@ -25,23 +24,8 @@ func TestDeferredAcceptReadsAtOnce(t *testing.T) {
 				_ = c.Close()
 			},
 		}
-		cfg := Config{Handler: h}
-		cfg.Logger, _ = newLogger()
-		l, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := ListenWith(netip.MustParseAddrPort("127.0.0.1:0"), ListenOptions{DeferAccept: deferAccept})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.AddListener(ln); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Start(); err != nil {
-			t.Fatal(err)
-		}
-		c := dial(t, ln.Addr().String())
+		l, addr := startLoopListening(t, Config{Handler: h}, ListenOptions{DeferAccept: deferAccept})
+		c := dial(t, addr)
 		time.Sleep(20 * time.Millisecond) // without deferring, accepted before the request comes
 		if _, err := c.Write([]byte("request")); err != nil {
 			t.Fatal(err)

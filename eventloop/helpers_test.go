@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
@@ -111,6 +112,12 @@ func newLogger() (*slog.Logger, *logCounter) {
 // loopback port; cleanup stops it and waits.
 func startLoop(t testing.TB, cfg Config) (*Loop, string) {
 	t.Helper()
+	return startLoopListening(t, cfg, ListenOptions{})
+}
+
+// startLoopListening is startLoop with the listener's socket options.
+func startLoopListening(t testing.TB, cfg Config, opts ListenOptions) (*Loop, string) {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger, _ = newLogger()
 	}
@@ -125,7 +132,7 @@ func startLoop(t testing.TB, cfg Config) (*Loop, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := Listen("127.0.0.1:0", 0)
+	ln, err := ListenWith(netip.MustParseAddrPort("127.0.0.1:0"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
