@@ -87,6 +87,7 @@ func processTree(pid int) []int {
 // treeSample is the summed CPU time and RSS of a process tree at one moment.
 type treeSample struct {
 	ticks    uint64 // utime+stime+cutime+cstime of every live process in the tree
+	user     uint64 // of which utime+cutime: the proxy's own code, not the kernel's
 	rssBytes int64
 	procs    int
 }
@@ -101,6 +102,7 @@ func sampleTree(pid int) treeSample {
 		// A process that exits moves its time into its parent's cutime/cstime,
 		// so the sum stays continuous across worker restarts.
 		s.ticks += t.utime + t.stime + t.cutime + t.cstime
+		s.user += t.utime + t.cutime
 		s.rssBytes += readRSS(p)
 		s.procs++
 	}

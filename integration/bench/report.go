@@ -36,6 +36,7 @@ type summary struct {
 	Runs      int     `json:"runs"`
 	ReqPerSec spread  `json:"req_per_sec"`
 	CPUus     spread  `json:"cpu_us_per_req"`
+	UserCPUus spread  `json:"user_cpu_us_per_req"`
 	RSSMiB    spread  `json:"rss_mib"`
 	MBps      spread  `json:"mb_per_s"`
 	P50       spread  `json:"p50_us"`
@@ -84,7 +85,7 @@ func summarize(results, discarded []runResult) []summary {
 	for _, k := range order {
 		rs := groups[k]
 		s := summary{Shape: k.shape, Proxy: k.proxy, Runs: len(rs)}
-		var rps, cpu, rss, mbps, p50, p99, p999, kb, local, lag, gz, baseCPU, vsBase, overBase []float64
+		var rps, cpu, user, rss, mbps, p50, p99, p999, kb, local, lag, gz, baseCPU, vsBase, overBase []float64
 		for _, r := range rs {
 			s.Errors += r.Errors
 			if s.ErrorKind == "" && r.ErrorKind != "" {
@@ -99,6 +100,7 @@ func summarize(results, discarded []runResult) []summary {
 			}
 			rps = append(rps, r.ReqPerSec)
 			cpu = append(cpu, r.CPUus)
+			user = append(user, r.UserCPUus)
 			rss = append(rss, float64(r.RSSBytes)/(1<<20))
 			if r.MBps > 0 {
 				mbps = append(mbps, r.MBps)
@@ -133,7 +135,7 @@ func summarize(results, discarded []runResult) []summary {
 		}
 		s.ReqPerSec, s.CPUus, s.RSSMiB, s.MBps = spreadOf(rps), spreadOf(cpu), spreadOf(rss), spreadOf(mbps)
 		s.P50, s.P99, s.P999, s.KBPerConn, s.Local = spreadOf(p50), spreadOf(p99), spreadOf(p999), spreadOf(kb), spreadOf(local)
-		s.LagP99, s.GzipBytes = spreadOf(lag), spreadOf(gz)
+		s.LagP99, s.GzipBytes, s.UserCPUus = spreadOf(lag), spreadOf(gz), spreadOf(user)
 		s.BaseCPUus, s.CPUVsBase, s.CPUOverBase = spreadOf(baseCPU), spreadOf(vsBase), spreadOf(overBase)
 		s.syscallMedians(rs)
 		out = append(out, s)
@@ -275,10 +277,10 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.CPUOverBase, 2), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		default:
-			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tRSS MiB\terrors\treruns\t")
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tof which user µs/req\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
-					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
+					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.UserCPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		}
 		tw.Flush()

@@ -33,9 +33,12 @@ type runResult struct {
 	Seconds   float64 `json:"seconds"`
 	ReqPerSec float64 `json:"req_per_sec"`
 	// Proxy CPU (utime+stime of its process tree) per request, µs.
-	CPUus    float64 `json:"cpu_us_per_req"`
-	RSSBytes int64   `json:"rss_bytes"` // at the end of the run
-	Load     cpuLoad `json:"cpu0_load"` // the proxy's CPU during the run
+	CPUus float64 `json:"cpu_us_per_req"`
+	// Of which in user mode (utime): what the proxy's code costs; the rest is
+	// the kernel's, mostly loopback TCP, paid alike by every proxy.
+	UserCPUus float64 `json:"user_cpu_us_per_req"`
+	RSSBytes  int64   `json:"rss_bytes"` // at the end of the run
+	Load      cpuLoad `json:"cpu0_load"` // the proxy's CPU during the run
 	// Shape-specific figures; zero where the shape does not measure them.
 	MBps          float64 `json:"mb_per_s,omitempty"`
 	P50           float64 `json:"p50_us,omitempty"`
@@ -199,6 +202,9 @@ func (w *window) fill(res *runResult, n int64) {
 	res.Seconds = w.stopped.Sub(w.start).Seconds()
 	if n > 0 {
 		res.CPUus = float64(ticks) * (1e6 / clockTick) / float64(n)
+		if w.after.user > w.before.user {
+			res.UserCPUus = float64(w.after.user-w.before.user) * (1e6 / clockTick) / float64(n)
+		}
 	}
 	res.Load = foreignLoad(w.cpuB, w.cpuA, ticks)
 	res.RSSBytes = w.after.rssBytes
