@@ -19,8 +19,14 @@ import (
 // Only the event itself says a connection is waiting: once one was taken, at the
 // bound or out of fds, the loop returns and lets the (level-triggered) listener
 // report again rather than close idle connections for nothing.
+//
+// On a deferred listener each accepted connection is also read (and its request
+// served) in the batch, so at most maxAcceptReads are taken per event: a flood
+// of new connections with their requests would otherwise hold the loop in one
+// callback, its other connections and timers unserved, for as long as it lasts.
 func (l *Loop) acceptEvent(ln *Listener) {
 	waiting := true
+	reads := 0
 	for !ln.closed && !ln.paused {
 		if max := l.cfg.MaxConns; max > 0 && !ln.last && l.openConns.Load() >= int64(max) {
 			if !waiting {
@@ -88,9 +94,16 @@ func (l *Loop) acceptEvent(ln *Listener) {
 			// TCP_DEFER_ACCEPT the request is rarely there yet (3% of reads right
 			// after accept found it, with a new connection per request): no early read.
 			l.connEvent(c, unix.EPOLLIN)
+			if reads++; reads == maxAcceptReads {
+				return // the listener, level-triggered, reports the rest again
+			}
 		}
 	}
 }
+
+// maxAcceptReads bounds the connections a deferred listener's event accepts and
+// reads (nginx accepts one per event unless multi_accept is on).
+const maxAcceptReads = 32
 
 // makeRoom runs at MaxConns before an accept: like nginx's worker_connections, it
 // closes the oldest idle connections and reports whether that freed a connection.

@@ -580,7 +580,7 @@ func (ex *exchange) resetResponse() {
 		ex.rbuf = ex.rbuf[:0]
 	}
 	ex.resp.Reset()
-	ex.resp.HeadRequest = ex.r.IsHEAD()
+	ex.resp.HeadRequest = ex.headSent()
 	ex.upHead = nil // as nginx, a next try's fields replace the last one's
 }
 
@@ -712,7 +712,7 @@ func (ex *exchange) takeHead(data []byte) {
 			rest := copy(ex.rbuf, ex.rbuf[n:])
 			ex.rbuf = ex.rbuf[:rest]
 			ex.resp.Reset()
-			ex.resp.HeadRequest = ex.r.IsHEAD()
+			ex.resp.HeadRequest = ex.headSent()
 			if rest == 0 {
 				return
 			}

@@ -79,10 +79,14 @@ func (ex *exchange) begin() {
 	ex.forward()
 }
 
+// headSent reports that the request goes upstream as HEAD, so that its response
+// has no body: not a HEAD the cache converts to GET (proxy_cache_convert_head).
+func (ex *exchange) headSent() bool { return ex.r.IsHEAD() && !ex.convertHead() }
+
 // forward goes upstream.
 func (ex *exchange) forward() {
 	r, lc := ex.r, ex.lc
-	ex.resp.HeadRequest = r.IsHEAD() && !ex.convertHead()
+	ex.resp.HeadRequest = ex.headSent()
 	kind := r.BodyFraming()
 	ex.chunkedBody = kind == httpcore.BodyChunked
 	// nginx reads the body whole unless it streams it (proxy_request_buffering

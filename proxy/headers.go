@@ -58,28 +58,28 @@ func (ex *exchange) responseHeader() {
 		case lcf.hides(name):
 			continue
 		}
-		if isLoc := http1.EqualFold(name, "location"); isLoc || http1.EqualFold(name, "refresh") {
-			b := h.Buf()
-			from := len(b)
+		// Copied, name and value, into the head's own buffer: the upstream head lies
+		// in a buffer reused once the response started (the loop's read buffer,
+		// headInPlace), and the fields are read until the request ends ($sent_http_*
+		// in the access log).
+		isLoc := http1.EqualFold(name, "location")
+		b := h.Buf()
+		from := len(b)
+		b = append(b, name...)
+		mid := len(b)
+		name = b[from:mid:mid]
+		switch {
+		case isLoc || http1.EqualFold(name, "refresh"):
 			b, rewritten := ex.appendRedirected(b, value, !isLoc)
-			i := h.AddBuilt(name, b, from)
+			i := h.AddBuilt(name, b, mid)
 			if isLoc && rewritten {
 				// As nginx: a Location proxy_redirect rewrote to a path is made absolute.
 				h.SetLocation(i)
 			}
-		} else if rewriteCookies && http1.EqualFold(name, "set-cookie") {
-			b := h.Buf()
-			from := len(b)
-			h.AddBuilt(name, httpcore.EscapeControls(ex.appendCookie(b, value), from), from)
-		} else {
-			// Copied: the head lies in a buffer reused once the response started (the
-			// loop's read buffer, headInPlace), and the fields are read until the
-			// request ends ($sent_http_* in the access log).
-			b := h.Buf()
-			from := len(b)
-			b = append(b, name...)
-			mid := len(b)
-			h.AddBuilt(b[from:mid:mid], append(b, value...), mid)
+		case rewriteCookies && http1.EqualFold(name, "set-cookie"):
+			h.AddBuilt(name, httpcore.EscapeControls(ex.appendCookie(b, value), mid), mid)
+		default:
+			h.AddBuilt(name, append(b, value...), mid)
 		}
 	}
 	ex.addStickyCookie(h)

@@ -369,6 +369,14 @@ func (st *loopState) answer(r *httpcore.Request, lc *LocConf, req *Request, resp
 	if !resp.ErrorPage && (!conditionals(req, r.Head()) || !r.DiscardRequestBody()) {
 		return 400
 	}
+	if r.IsSubrequest() {
+		// The client's conditions and ranges are the main request's: nginx's not
+		// modified and range filters leave a subrequest's response alone (an
+		// auth_request answered 304, 412 or 416 by them made its request 500).
+		req.IfModifiedSince, req.IfUnmodifiedSince, req.IfMatch, req.IfNoneMatch = nil, nil, nil, nil
+		req.IfRange, req.Range = nil, nil
+		resp.allowRanges = false
+	}
 	if ct := r.CarriedType(); len(ct) > 0 && !resp.ErrorPage {
 		// An X-Accel-Redirect's file keeps the upstream's Content-Type, as nginx's
 		// ngx_http_set_content_type leaves one that is set.
