@@ -68,14 +68,16 @@ func Pread(fd int, p []byte, off int64) (int, error) {
 	}
 }
 
-// noCachestat is set when cachestat(2) is refused (before Linux 6.5, or a
-// file system it does not cover): sendfile then always goes through the
-// scheduler.
+// noCachestat is set when there is no cachestat(2) (before Linux 6.5):
+// sendfile then always goes through the scheduler.
 var noCachestat atomic.Bool
 
 // resident reports whether every page of [off, off+n) of fd is in the page
 // cache now (cachestat(2), raw: it walks the page cache and never reads). A
 // page in the page cache sendfile(2) sends without waiting for the device.
+// cachestat answers EPERM for a file the process neither owns nor could open
+// for writing (newer kernels, as mincore): such a file is never resident
+// here, and its sendfile is the scheduler's.
 func resident(fd int, off, n int64) bool {
 	if n <= 0 || noCachestat.Load() {
 		return false
@@ -84,7 +86,7 @@ func resident(fd int, off, n int64) bool {
 	var st unix.Cachestat_t
 	_, _, e := unix.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&st)), 0, 0, 0)
 	if e != 0 {
-		if e == unix.ENOSYS || e == unix.EOPNOTSUPP || e == unix.EPERM {
+		if e == unix.ENOSYS {
 			noCachestat.Store(true)
 		}
 		return false

@@ -3,6 +3,8 @@ package eventloop
 import (
 	"bytes"
 	"io"
+	"os"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -187,4 +189,51 @@ func BenchmarkPread(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestResidentNotPermitted: cachestat's EPERM (a file the process neither owns
+// nor could write) makes that file not resident, not every file: run on a
+// thread whose effective uid is nobody's (setresuid is per thread in Linux),
+// with a root-owned read-only file.
+func TestResidentNotPermitted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch a thread's uid")
+	}
+	path, _ := patternFile(t, 8192, 25)
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	fd := openFd(t, path)
+	defer unix.Close(fd)
+	if _, err := Pread(fd, make([]byte, 8192), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !resident(fd, 0, 8192) {
+		t.Fatal("a cached file not resident")
+	}
+	done := make(chan unix.Errno)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 65534, ^uintptr(0)); e != 0 {
+			done <- e
+			return
+		}
+		r := unix.CachestatRange{Len: 8192}
+		var st unix.Cachestat_t
+		_, _, e := unix.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&st)), 0, 0, 0)
+		if e == unix.EPERM && resident(fd, 0, 8192) {
+			e = 0 // resident despite EPERM
+		}
+		done <- e
+	}()
+	switch e := <-done; e {
+	case unix.EPERM:
+	case 0:
+		t.Fatal("resident with cachestat refused")
+	default:
+		t.Skipf("cachestat as nobody: %v (a kernel without the permission check)", e)
+	}
+	if noCachestat.Load() || !resident(fd, 0, 8192) {
+		t.Fatal("one file's EPERM turned cachestat off for every file")
+	}
 }
