@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // An entry's file is, as nginx's: a fixed header, the key, the upstream's response
@@ -234,12 +236,17 @@ func (e *ErrShort) Error() string { return "cache file head larger than the buff
 // It allocates nothing.
 func (z *Zone) Open(k Key, text, path, buf []byte) (Entry, []byte, error) {
 	path = append(z.Path(path[:0], k), 0)
-	r, _, errno := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&path[0])),
-		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	// Raw when the path is all in the dentry cache, else the call the
+	// scheduler sees (eventloop.OpenCached).
+	fd, errno, ok := eventloop.OpenCached(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if !ok {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&path[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		fd, errno = int(r), e
+	}
 	if errno != 0 {
 		return Entry{}, path, errno
 	}
-	fd := int(r)
 	e, err := readEntry(fd, text, buf)
 	if err != nil {
 		unix.Close(fd)
@@ -252,7 +259,7 @@ func (z *Zone) Open(k Key, text, path, buf []byte) (Entry, []byte, error) {
 func Reread(fd int, text, buf []byte) (Entry, error) { return readEntry(fd, text, buf) }
 
 func readEntry(fd int, text, buf []byte) (Entry, error) {
-	n, err := unix.Pread(fd, buf, 0)
+	n, err := eventloop.Pread(fd, buf, 0) // raw when in the page cache
 	if err != nil {
 		return Entry{}, err
 	}

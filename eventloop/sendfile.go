@@ -25,6 +25,10 @@ import (
 // page cache is sent without waiting; a cold page makes sendfile (or pread) wait
 // for the disk inside the loop, as it does in nginx without aio threads. Only
 // regular files are accepted: a pipe or a device would wait for input forever.
+// The calls are raw (rawfile.go) when they cannot wait: sendfile of a range
+// cachestat(2) finds all in the page cache, preadv2 with RWF_NOWAIT; otherwise
+// the scheduler sees them, and can give the loop's P to another thread while one
+// waits.
 //
 // Descriptors: the part of a segment that the socket does not take at once is
 // queued with a descriptor of its own (fcntl F_DUPFD_CLOEXEC), closed when the
@@ -88,19 +92,15 @@ func (s *FileSegment) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for {
-		n, err := unix.Pread(s.fd, p, s.off)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, fmt.Errorf("pread: %w", err)
-		case n == 0:
-			return 0, s.truncated("pread")
-		}
-		s.off += int64(n)
-		return n, nil
+	n, err := Pread(s.fd, p, s.off)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("pread: %w", err)
+	case n == 0:
+		return 0, s.truncated("pread")
 	}
+	s.off += int64(n)
+	return n, nil
 }
 
 // Close closes the segment's descriptor (that of a FileSegment OpenFileSegment returned).
@@ -311,9 +311,18 @@ func (c *conn) SetSendfile(on bool, maxChunk int) {
 // reports how many went out and whether the socket took all it was offered.
 func (c *conn) sendFile(ch *chunk, budget int) (int, bool, error) {
 	want := int(min(ch.seg.end-ch.seg.off, int64(budget), maxSendfile))
+	// Raw when the pages are in the page cache: then sendfile waits for no
+	// device (the socket is non-blocking).
+	raw := resident(ch.seg.fd, ch.seg.off, int64(want))
 	for {
 		// The kernel advances ch.seg.off by what it sent.
-		n, err := unix.Sendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
+		var n int
+		var err error
+		if raw {
+			n, err = rawSendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
+		} else {
+			n, err = unix.Sendfile(c.fd, ch.seg.fd, &ch.seg.off, want)
+		}
 		switch {
 		case err == unix.EINTR:
 			continue

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
 )
@@ -585,10 +586,7 @@ func (st *loopState) sendRead(r *httpcore.Request, fd int, p Part, last bool) bo
 	buf := pool.Get(int(p.Len))
 	defer pool.Put(buf)
 	for n := 0; int64(n) < p.Len; {
-		k, err := unix.Pread(fd, buf[n:p.Len], p.Off+int64(n))
-		if err == unix.EINTR {
-			continue
-		}
+		k, err := eventloop.Pread(fd, buf[n:p.Len], p.Off+int64(n))
 		if err != nil || k == 0 {
 			// The file shrank or cannot be read after the head went out: the
 			// response cannot be finished.

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // Every function here makes file system calls on the calling thread, the event
@@ -334,8 +336,16 @@ func indexByte(b []byte, c byte) int {
 
 // The system calls take NUL-terminated names from the caller's buffers, so a lookup
 // does not copy the name into a new string as the unix package's wrappers do.
+// An open tries the raw openat2(RESOLVE_CACHED) first, which cannot wait for a
+// device (eventloop.OpenCached), then the call the scheduler sees. stat by name
+// stays visible (no stat has RESOLVE_CACHED), and so do fstat (a network or FUSE
+// file system may ask its server) and close (a FUSE flush waits for the daemon;
+// the last close of an unlinked file frees its blocks).
 
 func openat(dirfd int, name []byte, flags int) (int, syscall.Errno) {
+	if fd, e, ok := eventloop.OpenCached(dirfd, name, flags, 0); ok {
+		return fd, e
+	}
 	fd, _, e := syscall.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])), uintptr(flags), 0, 0, 0)
 	if e != 0 {
 		return -1, e
@@ -344,6 +354,9 @@ func openat(dirfd int, name []byte, flags int) (int, syscall.Errno) {
 }
 
 func openat2(dirfd int, name []byte, how *unix.OpenHow) (int, syscall.Errno) {
+	if fd, e, ok := eventloop.OpenCached(dirfd, name, int(how.Flags), how.Resolve); ok {
+		return fd, e
+	}
 	fd, _, e := syscall.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(how)), unsafe.Sizeof(*how), 0, 0)
 	if e != 0 {
 		return -1, e
