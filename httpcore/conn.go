@@ -329,6 +329,9 @@ func (c *conn) begin() {
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
+	if r.bodyBuf != nil {
+		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
+	}
 	r.limitRate, r.limitRateSet = 0, false
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
