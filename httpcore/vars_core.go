@@ -234,6 +234,18 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 		}
 		return append(dst, "close"...)
 	}
+	// The fields an earlier answer passed on (Carry) go out first.
+	for b := r.carried; len(b) > 0; {
+		line := b
+		if end := bytes.Index(b, crlf); end >= 0 {
+			line, b = b[:end], b[end+len(crlf):]
+		} else {
+			b = nil
+		}
+		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
+			return append(dst, bytes.TrimLeft(line[colon+1:], " ")...)
+		}
+	}
 	for i := range h.fields {
 		if f := &h.fields[i]; !f.deleted && equalFoldDash(f.name, name) {
 			return append(dst, f.value...)
