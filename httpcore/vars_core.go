@@ -106,7 +106,14 @@ var coreVariables = []Variable{
 	// file of a body that outgrew client_body_buffer_size; here that has no name).
 	{Name: "request_body_file", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.bodyFileName...) }},
 	{Name: "content_length", Get: func(dst []byte, r *Request, _ string) []byte {
-		return append(dst, r.headerValue("content-length")...)
+		if v, ok := r.req.Headers.Get("content-length"); ok {
+			return append(dst, v...)
+		}
+		if r.body == BodyLength && !r.buffering {
+			// nginx: a chunked body read whole has its length (content_length_n).
+			return strconv.AppendInt(dst, r.contentLength, 10)
+		}
+		return dst
 	}},
 	{Name: "content_type", Get: func(dst []byte, r *Request, _ string) []byte {
 		return append(dst, r.headerValue("content-type")...)
