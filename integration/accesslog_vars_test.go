@@ -50,8 +50,8 @@ var sweepVars = []struct {
 	{"sent_http_last_modified", ""}, {"sent_http_etag", ""}, {"sent_http_accept_ranges", ""},
 	{"sent_http_content_range", ""}, {"sent_http_transfer_encoding", ""}, {"sent_http_connection", ""},
 	{"sent_http_keep_alive", ""}, {"sent_http_set_cookie", ""}, {"sent_http_cache_control", ""},
-	{"sent_http_expires", ""}, {"sent_http_content_encoding", ""}, {"sent_http_vary", ""},
-	{"sent_http_x_up", ""}, {"sent_http_server", `^(nginx/1\.22\.1|numaproxy/[0-9.]+)$`},
+	{"sent_http_expires", `^\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT$`}, {"sent_http_content_encoding", ""}, {"sent_http_vary", ""},
+	{"sent_http_x_up", ""}, {"sent_http_x_added", ""}, {"sent_http_www_authenticate", ""}, {"sent_http_server", `^(nginx/1\.22\.1|numaproxy/[0-9.]+)$`},
 	{"sent_http_date", `^\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT$`},
 	{"gzip_ratio", `^\d+\.\d\d$`},
 	// The modules'.
@@ -75,6 +75,7 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
   log_format sweep '` + f.String()[1:] + `';
   limit_req_zone $binary_remote_addr zone=rl:1m rate=1000r/s;
   limit_conn_zone $binary_remote_addr zone=cl:1m;
+  proxy_cache_path cache keys_zone=z:1m;
   server {
     listen ` + addr + `;
     server_name front;
@@ -86,7 +87,10 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
     location /pv/ { set $up ` + backend + `; proxy_pass http://$up; }
     location = /rel { return 302 /there; }
     location = /abs { return 301 http://abs.test/x; }
-    location /static/ { gzip on; gzip_types text/plain; gzip_min_length 1; }
+    location /static/ { gzip on; gzip_types text/plain; gzip_min_length 1; expires 1h; add_header X-Added added; }
+    location /cached/ { proxy_pass http://` + backend + `; proxy_cache z; proxy_cache_valid 200 1m; }
+    location /auth/ { auth_basic "realm"; auth_basic_user_file ` + root + `/htpasswd; }
+    location /small/ { client_max_body_size 4; proxy_pass http://` + backend + `; }
     location /old/ { rewrite ^/old/(.*)$ /new/$1 redirect; }
     location /missing { error_page 404 /err.html; }
   }`
@@ -112,6 +116,16 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"query args, encoded URI", "GET /static/caf%C3%A9%20x.txt?q=%41b&e=&q=2 HTTP/1.1\r\nHost: T.example:99\r\n"},
 	{"POST with a body", "POST /p/form?q=post HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
 		"Content-Length: 11\r\n\r\nhello=world"},
+	{"POST with a chunked body", "POST /p/chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"},
+	{"proxied HEAD", "HEAD /p/head HTTP/1.1\r\nHost: t\r\n"},
+	{"proxy_cache miss", "GET /cached/a HTTP/1.1\r\nHost: t\r\n"},
+	{"proxy_cache hit", "GET /cached/a HTTP/1.1\r\nHost: t\r\n"},
+	{"static 404", "GET /static/nothing.txt HTTP/1.1\r\nHost: t\r\n"},
+	{"static 405", "POST /static/file.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nab"},
+	{"index", "GET /static/dir/ HTTP/1.1\r\nHost: t\r\n"},
+	{"auth_basic 401", "GET /auth/x HTTP/1.1\r\nHost: t\r\n"},
+	{"body too large 413", "POST /small/x HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789"},
 	{"rewrite redirect", "GET /old/thing?q=3 HTTP/1.1\r\nHost: t\r\n"},
 	{"error_page", "GET /missing HTTP/1.1\r\nHost: t\r\n"},
 	{"directory without slash", "GET /static/dir?q=4 HTTP/1.1\r\nHost: t\r\n"},
@@ -160,6 +174,7 @@ func TestAccessLogVariablesMatchNginx(t *testing.T) {
 		"static/café x.txt":     "encoded\n",
 		"static/dir/index.html": "index\n",
 		"err.html":              "custom error page\n",
+		"htpasswd":              "alice:{PLAIN}pw\n",
 	})
 	mtime := time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := os.Chtimes(filepath.Join(root, "static/file.txt"), mtime, mtime); err != nil {
