@@ -55,6 +55,13 @@ var coreVariables = []Variable{
 			n = max(r.evalSize(r.c.lcf.LimitRate), 0)
 		}
 		return strconv.AppendInt(dst, n, 10)
+	}, Set: func(r *Request, v []byte) {
+		// nginx's "set $limit_rate": the response's rate, as SetLimitRate.
+		if n := parseSize(v); n >= 0 {
+			r.SetLimitRate(n)
+		} else {
+			r.c.w.log.Error("invalid size \""+string(v)+"\"", "client", r.RemoteAddr().String())
+		}
 	}},
 	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte { return AppendPort(dst, r.RemoteAddr()) }},
 	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.localAddr().Addr().AppendTo(dst) }},
