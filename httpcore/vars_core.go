@@ -95,7 +95,7 @@ var coreVariables = []Variable{
 		return append(dst, line...)
 	}},
 	{Name: "request_method", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Method()...) }},
-	{Name: "request_uri", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Target()...) }},
+	{Name: "request_uri", Get: appendRequestURI},
 	{Name: "uri", Get: appendURI},
 	{Name: "document_uri", Get: appendURI},
 	{Name: "args", Get: appendArgs, Set: setArgs},
@@ -206,6 +206,25 @@ func setArgs(r *Request, v []byte) { setURI(r, r.uriBuf, v) }
 // (SO_INCOMING_CPU): one getsockopt.
 func (r *Request) IncomingCPU() (int, error) {
 	return unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+}
+
+// appendRequestURI is $request_uri: the target as received, but of an
+// absolute-form one only what follows the host, as nginx's unparsed_uri ("/" for
+// none, the query alone after an empty path).
+func appendRequestURI(dst []byte, r *Request, _ string) []byte {
+	if r.req.TargetForm() != http1.AbsoluteForm {
+		return append(dst, r.req.Target()...)
+	}
+	path := r.req.Path()
+	q, ok := r.req.Query()
+	if len(path) == 0 && !ok {
+		return append(dst, '/')
+	}
+	dst = append(dst, path...)
+	if ok {
+		dst = append(append(dst, '?'), q...)
+	}
+	return dst
 }
 
 func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }
