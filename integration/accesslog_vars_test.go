@@ -90,6 +90,9 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
     location /static/ { gzip on; gzip_types text/plain; gzip_min_length 1; expires 1h; add_header X-Added added; }
     location /cached/ { proxy_pass http://` + backend + `; proxy_cache z; proxy_cache_valid 200 1m; }
     location /auth/ { auth_basic "realm"; auth_basic_user_file ` + root + `/htpasswd; }
+    location /authreq/ { auth_request /p/auth; return 200 "in"; }
+    location /tf/ { try_files $uri @named; }
+    location @named { proxy_pass http://` + backend + `; }
     location = /text { charset utf-8; default_type text/plain; set $limit_rate 1000; return 200 "hi"; }
     location /small/ { client_max_body_size 4; proxy_pass http://` + backend + `; }
     location /old/ { rewrite ^/old/(.*)$ /new/$1 redirect; }
@@ -136,6 +139,8 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"absolute-form target without a path", "GET http://abs.example HTTP/1.1\r\nHost: t\r\n"},
 	{"absolute-form target with a query, without a path", "GET http://abs.example?q=7 HTTP/1.1\r\nHost: t\r\n"},
 	{"dot segments and double slashes", "GET //static/./dir/..//file.txt?q=%2e%2E HTTP/1.1\r\nHost: t\r\n"},
+	{"auth_request to a proxied location", "GET /authreq/x HTTP/1.1\r\nHost: t\r\n"},
+	{"try_files to a named proxied location", "GET /tf/x?q=8 HTTP/1.1\r\nHost: t\r\n"},
 	{"rewrite redirect", "GET /old/thing?q=3 HTTP/1.1\r\nHost: t\r\n"},
 	{"error_page", "GET /missing HTTP/1.1\r\nHost: t\r\n"},
 	{"directory without slash", "GET /static/dir?q=4 HTTP/1.1\r\nHost: t\r\n"},
