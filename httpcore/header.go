@@ -183,9 +183,10 @@ func (r *Request) writeHeader() {
 		if f.deleted {
 			continue
 		}
-		if i+1 == h.location {
+		if i+1 == h.location && r.c.sub == nil {
 			// Made absolute in the head's own buffer, so that $sent_http_location
-			// is the URL sent, as nginx's header filter leaves it for the log.
+			// is the URL sent, as nginx's header filter leaves it for the log (and
+			// as it, not for a subrequest, whose head goes nowhere).
 			from := len(h.buf)
 			if h.buf = r.appendAbsolute(h.buf, f.value); len(h.buf) > from {
 				h.buf = append(h.buf, f.value...)
