@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"io"
 	"net/http"
 	"os"
@@ -141,6 +143,9 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"dot segments and double slashes", "GET //static/./dir/..//file.txt?q=%2e%2E HTTP/1.1\r\nHost: t\r\n"},
 	{"auth_request to a proxied location", "GET /authreq/x HTTP/1.1\r\nHost: t\r\n"},
 	{"try_files to a named proxied location", "GET /tf/x?q=8 HTTP/1.1\r\nHost: t\r\n"},
+	{"keep-alive: proxied, then static", "GET /p/ka?q=9 HTTP/1.1\r\nHost: t\r\n" + sweepThen + "GET /static/file.txt HTTP/1.1\r\nHost: t\r\n"},
+	{"keep-alive: HTTP/1.0 with keep-alive, then a redirect", "GET /rel HTTP/1.0\r\nConnection: keep-alive\r\n" + sweepThen +
+		"GET /static/dir HTTP/1.1\r\nHost: t\r\n"},
 	{"rewrite redirect", "GET /old/thing?q=3 HTTP/1.1\r\nHost: t\r\n"},
 	{"error_page", "GET /missing HTTP/1.1\r\nHost: t\r\n"},
 	{"directory without slash", "GET /static/dir?q=4 HTTP/1.1\r\nHost: t\r\n"},
@@ -151,7 +156,19 @@ var varsSweepRequests = []struct{ name, raw string }{
 // nginx's $upstream_http_location shows the rewritten value over what it
 // overwrote ("/p/moved\x007.0.0.1:PORT/p/moved").
 var sweepNginxQuirks = map[[2]string]string{
-	{"proxied redirect, proxy_redirect default", "upstream_http_location"}: "http://BACKEND/p/moved",
+	{"proxied redirect, proxy_redirect default (1)", "upstream_http_location"}: "http://BACKEND/p/moved",
+}
+
+// sweepThen separates the two requests of a keep-alive pair in varsSweepRequests:
+// the first (without a body) is answered before the second is sent.
+const sweepThen = "\x00"
+
+// newClientView is the view of a response to req read whole in raw.
+func newClientView(t *testing.T, raw, req string) clientView {
+	t.Helper()
+	v := clientView{raw: raw, headLen: strings.Index(raw, "\r\n\r\n") + 4}
+	v.resp = parseResponses(t, raw, strings.Fields(req)[0])[0]
+	return v
 }
 
 // varsSweepField is one name="value" of the sweep's format (default escaping
@@ -222,44 +239,64 @@ func TestAccessLogVariablesMatchNginx(t *testing.T) {
 	np := startHTTP(t, varsSweepHTTP(npAddr, be.Addr, dead, root), npAddr)
 	ng := startNginx(t, varsSweepHTTP(ngAddr, be.Addr, dead, root), ngAddr)
 
-	exchange := func(addr, raw string) clientView {
+	// exchange sends a request with Connection: close, so the client's count is
+	// the whole response, and reads its response; a raw with sweepThen holds two,
+	// the second sent on the same connection once the first was answered.
+	exchange := func(addr, raw string) []clientView {
 		t.Helper()
-		// Connection: close, so the client's count is the whole response.
+		first, second, keep := strings.Cut(raw, sweepThen)
+		c := dial(t, addr)
+		defer c.Close()
+		var views []clientView
+		if keep {
+			var got bytes.Buffer
+			io.WriteString(c, first+"\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(io.TeeReader(c, &got)), nil)
+			if err != nil {
+				t.Fatalf("%q: %v", first, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			views = append(views, newClientView(t, got.String(), first))
+			raw = second
+		}
 		if i := strings.Index(raw, "\r\n\r\n"); i >= 0 {
 			raw = raw[:i] + "\r\nConnection: close" + raw[i:]
 		} else {
 			raw += "Connection: close\r\n\r\n"
 		}
-		got, err := roundTripRaw(t, addr, raw)
+		io.WriteString(c, raw)
+		got, err := readToEOF(c)
 		if err != nil {
 			t.Fatalf("%q: %v", raw, err)
 		}
-		v := clientView{raw: got, headLen: strings.Index(got, "\r\n\r\n") + 4}
-		v.resp = parseResponses(t, got, strings.Fields(raw)[0])[0]
-		return v
+		return append(views, newClientView(t, got, raw))
 	}
 	var npViews, ngViews []clientView
+	var names []string
 	for _, r := range varsSweepRequests {
-		npViews = append(npViews, exchange(npAddr, r.raw))
-		ngViews = append(ngViews, exchange(ngAddr, r.raw))
+		a, b := exchange(npAddr, r.raw), exchange(ngAddr, r.raw)
+		npViews, ngViews = append(npViews, a...), append(ngViews, b...)
+		for i := range a {
+			names = append(names, r.name+" ("+strconv.Itoa(i+1)+")")
+		}
 	}
-	npLines := readLines(t, np.path("logs/sweep.log"), len(varsSweepRequests))
-	ngLines := readLines(t, filepath.Join(ng.dir, "logs", "sweep.log"), len(varsSweepRequests))
-	if len(npLines) != len(varsSweepRequests) || len(ngLines) != len(varsSweepRequests) {
-		t.Fatalf("numaproxy %d lines, nginx %d, want %d", len(npLines), len(ngLines), len(varsSweepRequests))
+	npLines := readLines(t, np.path("logs/sweep.log"), len(names))
+	ngLines := readLines(t, filepath.Join(ng.dir, "logs", "sweep.log"), len(names))
+	if len(npLines) != len(names) || len(ngLines) != len(names) {
+		t.Fatalf("numaproxy %d lines, nginx %d, want %d", len(npLines), len(ngLines), len(names))
 	}
-	for i, r := range varsSweepRequests {
+	for i, name := range names {
 		a := sweepValues(t, npLines[i], npViews[i], ngViews[i])
 		b := sweepValues(t, ngLines[i], ngViews[i], npViews[i])
 		for j, v := range sweepVars {
-			if want, ok := sweepNginxQuirks[[2]string{r.name, v.name}]; ok {
+			if want, ok := sweepNginxQuirks[[2]string{name, v.name}]; ok {
 				if a[j] != strings.ReplaceAll(want, "BACKEND", be.Addr) {
-					t.Errorf("%s: $%s: numaproxy %q, want %q (nginx %q)", r.name, v.name, a[j], want, b[j])
+					t.Errorf("%s: $%s: numaproxy %q, want %q (nginx %q)", name, v.name, a[j], want, b[j])
 				}
 				continue
 			}
 			if a[j] != b[j] {
-				t.Errorf("%s: $%s: numaproxy %q, nginx %q", r.name, v.name, a[j], b[j])
+				t.Errorf("%s: $%s: numaproxy %q, nginx %q", name, v.name, a[j], b[j])
 			}
 		}
 	}
