@@ -103,7 +103,7 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
 }
 
 // varsSweepRequests are the sweep's requests, each on a connection of its own that
-// the server closes after the response.
+// the server closes after the response, but for the keep-alive pairs (sweepThen).
 var varsSweepRequests = []struct{ name, raw string }{
 	{"proxied 200", "GET /p/ok?q=1&x=%20y HTTP/1.1\r\nHost: t\r\nUser-Agent: sweep/1.0\r\nReferer: http://ref.test/\r\n" +
 		"Cookie: c=v1; d=2\r\nX-Forwarded-For: 10.0.0.1\r\nVia: 1.1 hop\r\nAuthorization: Basic YWxpY2U6cHc=\r\n"},
@@ -186,12 +186,11 @@ func (v clientView) body() string { return v.raw[v.headLen:] }
 
 // TestAccessLogVariablesMatchNginx is a differential sweep of the access log's
 // variables: nginx and numaproxy run the same http block with a format naming
-// every variable both have, over requests that take different paths (proxied
-// 200, 404 and 502, return with a relative and an absolute URL, static 200, 304,
-// 206, HEAD and gzip, an encoded URI with arguments, a POST with a body, a
-// rewrite redirect, an error_page, a directory without its slash); each line is
-// compared variable by variable, the values that legitimately differ masked by
-// their shape. $bytes_sent is compared as the logged value minus what the client
+// every variable both have, over requests that take different paths
+// (varsSweepRequests: proxied, cached, static, redirects, error pages, bodies,
+// refused heads, keep-alive); each line is compared variable by variable, the
+// values that legitimately differ masked by their shape, nginx's quirks
+// (sweepNginxQuirks) checked against numaproxy's own value. $bytes_sent is compared as the logged value minus what the client
 // read (the Server fields differ); where the two clients' bodies differ (built-in
 // pages name their server, gzip streams differ), $body_bytes_sent and
 // $sent_http_content_length are compared with what each client got.
