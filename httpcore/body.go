@@ -99,16 +99,21 @@ func (r *Request) ReadBody(p Pending, mode BodyMode) {
 // CountBody, to honour it).
 func (r *Request) BodyInFileOnly() bool { return r.c.lcf.ClientBodyInFileOnly != BodyInFileOff }
 
-// TakeBody hands over a body read whole (BufferBody): the part in memory, a pool
-// buffer the caller puts back to the loop's pool, and the part in a temporary file,
-// which the caller closes. Either may be empty; both are after CountBody (a body
-// client_body_in_file_only wrote stays with the request).
+// TakeBody hands over a body read whole (BufferBody): the part in memory, lent
+// until the request ends (the core keeps it for $request_body, which nginx logs,
+// and puts it back), and the part in a temporary file, which the caller closes.
+// Either may be empty; both are after CountBody (a body client_body_in_file_only
+// wrote stays with the request).
 func (r *Request) TakeBody() ([]byte, BodyFile) {
 	if r.countOnly {
 		return nil, BodyFile{}
 	}
-	b, f := r.bodyBuf, r.spool
-	r.bodyBuf, r.spool = nil, BodyFile{}
+	var b []byte
+	if len(r.bodyBuf) > 0 {
+		b = r.bodyBuf[:len(r.bodyBuf):len(r.bodyBuf)]
+	}
+	f := r.spool
+	r.spool = BodyFile{}
 	return b, f
 }
 

@@ -280,6 +280,15 @@ func (c *conn) drive() {
 		c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {
 			c.keepAlive = false
+			if n > 0 {
+				// A head refused as a whole (no Host, ...) is logged with its request
+				// line, length and $uri, as nginx parsed them before it refused it.
+				c.headLen = int32(n)
+				c.uriBuf = c.conn.Loop().Pool().Get(len(c.req.Path()) + 1)[:0]
+				if uri, err := route.Normalize(c.uriBuf, c.req.Path(), c.srvConf.MergeSlashes); err == nil {
+					c.uriBuf = uri
+				}
+			}
 			status := pe.Status
 			if status == 400 && pe.Reason == reason(statusHeaderTooLarge) {
 				status = statusHeaderTooLarge
@@ -329,6 +338,9 @@ func (c *conn) begin() {
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
+	if r.bodyBuf != nil {
+		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
+	}
 	r.limitRate, r.limitRateSet = 0, false
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()

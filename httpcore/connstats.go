@@ -105,3 +105,20 @@ func (c *conn) setUpgraded() {
 		c.w.stats.upgraded.Add(1)
 	}
 }
+
+// CountedWhileLogged is 1 in the gauge (reading or writing) that counts the
+// request's connection once its log phase began, else 0: nginx's $connections_reading
+// and _writing in a log line no longer count it (ngx_http_free_request takes the
+// request out of them before it logs), though $connections_active does.
+func (r *Request) CountedWhileLogged() (reading, writing int64) {
+	if !r.logged {
+		return 0, 0
+	}
+	switch r.c.stat {
+	case statReading:
+		return 1, 0
+	case statWriting:
+		return 0, 1
+	}
+	return 0, 0
+}

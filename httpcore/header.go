@@ -183,11 +183,18 @@ func (r *Request) writeHeader() {
 		if f.deleted {
 			continue
 		}
+		if i+1 == h.location && r.c.sub == nil {
+			// Made absolute in the head's own buffer, so that $sent_http_location
+			// is the URL sent, as nginx's header filter leaves it for the log (and
+			// as it, not for a subrequest, whose head goes nowhere).
+			from := len(h.buf)
+			if h.buf = r.appendAbsolute(h.buf, f.value); len(h.buf) > from {
+				h.buf = append(h.buf, f.value...)
+				f.value = h.buf[from:len(h.buf):len(h.buf)]
+			}
+		}
 		b = append(b, f.name...)
 		b = append(b, ": "...)
-		if i+1 == h.location {
-			b = r.appendAbsolute(b, f.value)
-		}
 		b = append(b, f.value...)
 		b = append(b, "\r\n"...)
 	}

@@ -55,6 +55,13 @@ var coreVariables = []Variable{
 			n = max(r.evalSize(r.c.lcf.LimitRate), 0)
 		}
 		return strconv.AppendInt(dst, n, 10)
+	}, Set: func(r *Request, v []byte) {
+		// nginx's "set $limit_rate": the response's rate, as SetLimitRate.
+		if n := parseSize(v); n >= 0 {
+			r.SetLimitRate(n)
+		} else {
+			r.c.w.log.Error("invalid size \""+string(v)+"\"", "client", r.RemoteAddr().String())
+		}
 	}},
 	{Name: "remote_port", Get: func(dst []byte, r *Request, _ string) []byte { return AppendPort(dst, r.RemoteAddr()) }},
 	{Name: "server_addr", Get: func(dst []byte, r *Request, _ string) []byte { return r.c.localAddr().Addr().AppendTo(dst) }},
@@ -88,7 +95,7 @@ var coreVariables = []Variable{
 		return append(dst, line...)
 	}},
 	{Name: "request_method", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Method()...) }},
-	{Name: "request_uri", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.req.Target()...) }},
+	{Name: "request_uri", Get: appendRequestURI},
 	{Name: "uri", Get: appendURI},
 	{Name: "document_uri", Get: appendURI},
 	{Name: "args", Get: appendArgs, Set: setArgs},
@@ -106,7 +113,14 @@ var coreVariables = []Variable{
 	// file of a body that outgrew client_body_buffer_size; here that has no name).
 	{Name: "request_body_file", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.bodyFileName...) }},
 	{Name: "content_length", Get: func(dst []byte, r *Request, _ string) []byte {
-		return append(dst, r.headerValue("content-length")...)
+		if v, ok := r.req.Headers.Get("content-length"); ok {
+			return append(dst, v...)
+		}
+		if r.body == BodyLength && !r.buffering {
+			// nginx: a chunked body read whole has its length (content_length_n).
+			return strconv.AppendInt(dst, r.contentLength, 10)
+		}
+		return dst
 	}},
 	{Name: "content_type", Get: func(dst []byte, r *Request, _ string) []byte {
 		return append(dst, r.headerValue("content-type")...)
@@ -194,6 +208,25 @@ func (r *Request) IncomingCPU() (int, error) {
 	return unix.GetsockoptInt(r.c.conn.Fd(), unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
 }
 
+// appendRequestURI is $request_uri: the target as received, but of an
+// absolute-form one only what follows the host, as nginx's unparsed_uri ("/" for
+// none, the query alone after an empty path).
+func appendRequestURI(dst []byte, r *Request, _ string) []byte {
+	if r.req.TargetForm() != http1.AbsoluteForm {
+		return append(dst, r.req.Target()...)
+	}
+	path := r.req.Path()
+	q, ok := r.req.Query()
+	if len(path) == 0 && !ok {
+		return append(dst, '/')
+	}
+	dst = append(dst, path...)
+	if ok {
+		dst = append(append(dst, '?'), q...)
+	}
+	return dst
+}
+
 func appendURI(dst []byte, r *Request, _ string) []byte { return append(dst, r.uriBuf...) }
 
 func appendArgs(dst []byte, r *Request, _ string) []byte {
@@ -233,6 +266,18 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 			return append(dst, "keep-alive"...)
 		}
 		return append(dst, "close"...)
+	}
+	// The fields an earlier answer passed on (Carry) go out first.
+	for b := r.carried; len(b) > 0; {
+		line := b
+		if end := bytes.Index(b, crlf); end >= 0 {
+			line, b = b[:end], b[end+len(crlf):]
+		} else {
+			b = nil
+		}
+		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
+			return append(dst, bytes.TrimLeft(line[colon+1:], " ")...)
+		}
 	}
 	for i := range h.fields {
 		if f := &h.fields[i]; !f.deleted && equalFoldDash(f.name, name) {

@@ -169,10 +169,12 @@ var variables = []httpcore.Variable{
 		return strconv.AppendInt(dst, connStats(r.Worker()).Active(), 10)
 	}},
 	{Name: "connections_reading", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		return strconv.AppendInt(dst, connStats(r.Worker()).Reading, 10)
+		own, _ := r.CountedWhileLogged()
+		return strconv.AppendInt(dst, connStats(r.Worker()).Reading-own, 10)
 	}},
 	{Name: "connections_writing", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		return strconv.AppendInt(dst, connStats(r.Worker()).Writing, 10)
+		_, own := r.CountedWhileLogged()
+		return strconv.AppendInt(dst, connStats(r.Worker()).Writing-own, 10)
 	}},
 	{Name: "connections_waiting", Compiled: useConnVars, Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
 		return strconv.AppendInt(dst, connStats(r.Worker()).Waiting, 10)

@@ -81,6 +81,7 @@ type exchangeState struct {
 	tryStart  time.Time
 	head      []byte            // pooled: the request head, kept for a retry
 	replay    []byte            // pooled: the body sent so far (or a body read whole), kept for a retry
+	lent      bool              // replay is the request's body read whole, lent by the core (TakeBody)
 	noReplay  bool              // the body outgrew maxReplay: no retry once it started
 	file      httpcore.BodyFile // a body read whole into a temp file, sent from it on each try
 	fileSent  int64             // bytes of file sent on the current connection
@@ -1158,6 +1159,9 @@ func (ex *exchange) TunnelData(data []byte) {
 func (ex *exchange) release() {
 	pool := ex.st.pool()
 	putBuffer(pool, &ex.head)
+	if ex.lent {
+		ex.replay, ex.lent = nil, false // the core's, for $request_body until the request ends
+	}
 	putBuffer(pool, &ex.replay)
 	ex.releaseResponseBuffer()
 	ex.file.Close()

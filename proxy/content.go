@@ -129,6 +129,7 @@ func (ex *exchange) start() bool {
 	}
 	// A body read whole goes with the exchange, which sends it again on a retry.
 	ex.replay, ex.file = r.TakeBody()
+	ex.lent = ex.replay != nil
 	return ex.connect()
 }
 
@@ -298,8 +299,11 @@ func (st *loopState) balancer(g *upstream.Group) *upstream.Balancer {
 // $upstream_ ones of the request's tries (upstate.go).
 var variables = append(stateVariables, []httpcore.Variable{
 	{Name: "proxy_host", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		ex := running(r)
-		if ex == nil {
+		// The request's exchange, ended too (the log phase), as long as the request
+		// is still in its location: nginx's proxy context, which an internal
+		// redirect clears.
+		ex, _ := r.Ctx(key).(*exchange)
+		if ex == nil || ex.seq != r.Seq() || r.LocConf(self) != any(ex.lc) {
 			return dst
 		}
 		if ex.lc.Pass.Value != nil {
@@ -375,12 +379,6 @@ func upstreamFields(r *httpcore.Request) *http1.Headers {
 		return nil
 	}
 	return &ex.resp.Headers
-}
-
-// running is the request's exchange while it runs, else nil.
-func running(r *httpcore.Request) *exchange {
-	ex, _ := r.Pending().(*exchange)
-	return ex
 }
 
 // setCookieValue is the value of a Set-Cookie field whose cookie is called name (any

@@ -47,7 +47,8 @@ func (r *Request) Reset() {
 // so far for this request: call it again with the longer buffer (same bytes
 // at the same offsets, possibly moved) after ErrNeedMore. It returns the
 // length of the head; the body, if any, starts at buf[n:]. Any other error is
-// a *ParseError carrying the status to answer.
+// a *ParseError carrying the status to answer, with n the head's length when
+// the head was read whole and refused as a whole (no Host, ...), else 0.
 func (r *Request) Parse(buf []byte) (n int, err error) {
 	st := &r.st
 	r.Headers.buf = buf
@@ -94,7 +95,8 @@ func (r *Request) Parse(buf []byte) (n int, err error) {
 		case phaseFields:
 			if start == end {
 				if k, ok := r.finishHead(); !ok {
-					return 0, requestError(k)
+					// Refused as a whole: its length still counts (the log's).
+					return end + 2, requestError(k)
 				}
 				st.headLen = end + 2
 				st.phase = phaseDone
