@@ -318,21 +318,30 @@ func upstreamConnectEMFILE(t *testing.T, addr, path string, pid, nofile int) int
 			c.Close()
 		}
 	}()
-	// settled: every socket the process holds is a listener, an accepted idle
-	// connection, or not TCP.
-	settled := func() bool {
+	// unsettled is the sockets the process holds other than listeners, accepted
+	// idle connections and sockets of other kinds than TCP.
+	unsettled := func() []string {
 		kernel := kernelSockets(t)
+		var out []string
 		for ino := range procSockets(t, pid) {
 			st, listed := kernel[ino]
 			if !listed || st != "" && !strings.HasSuffix(st, " 0A") && idle[ino] == nil {
-				return false
+				out = append(out, fmt.Sprintf("socket:[%s] %q", ino, st))
 			}
 		}
-		return true
+		return out
 	}
 	for {
 		// Generous: the timeouts bound waits of a moment on a loaded machine.
-		waitFor(t, "the connections of earlier requests closed", 30*time.Second, settled)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			left := unsettled()
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the connections of earlier requests not closed: the process holds %v", left)
+			}
+		}
 		if freeFds(t, pid, nofile) <= 1 {
 			break
 		}
