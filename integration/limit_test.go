@@ -200,7 +200,11 @@ func TestLimitReqDelaysAtTheRate(t *testing.T) {
 	}
 }
 
-// TestLimitReqRejectionLog compares the rejection's error log line.
+// TestLimitReqRejectionLog compares the rejection's error log line. Its excess is
+// 1.000 when the two requests reach the limiter less than 63 ms apart (nginx keeps
+// 1r/m as 16 thousandths of a request per second: 0.001 leaks in 62.5 ms); on a
+// loaded machine (go test -race ./...) numaproxy once logged 0.999, as nginx would
+// then. Down to 0.900 (6.25 s apart) is taken.
 func TestLimitReqRejectionLog(t *testing.T) {
 	body := "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n" +
 		"server { listen LISTEN; server_name a.test; location / { proxy_pass http://BACKEND; limit_req zone=one; limit_req_log_level warn; } }"
@@ -208,8 +212,12 @@ func TestLimitReqRejectionLog(t *testing.T) {
 	burst(t, np, 2, "")
 	burst(t, ng, 2, "")
 	want := `[warn] `
+	line := regexp.MustCompile(`limiting requests, excess: (1\.000|0\.9\d\d) by zone "one"`)
 	for who, l := range map[string]string{"numaproxy": npLog(), "nginx": ngLog()} {
-		i := strings.Index(l, `limiting requests, excess: 1.000 by zone "one"`)
+		i := -1
+		if m := line.FindStringIndex(l); m != nil {
+			i = m[0]
+		}
 		if i < 0 || !strings.Contains(l[:i], want) {
 			t.Errorf("%s: no rejection line at warn:\n%s", who, l)
 		}
@@ -284,12 +292,23 @@ func TestLimitConnAgainstNginx(t *testing.T) {
 
 // TestLimitConnClientGone: a client that closes during a long proxied response
 // gives its slot back at once (nginx finalizes the request and frees it too).
+//
+// The slot is known held once the upstream has the request (limit_conn counts it
+// from before proxying), not after a fixed 200 ms: under go test -race ./... the
+// second request once came first and got the slot. The upstream holds the
+// response 30 s, so a slot given back only when it ends would not be back within
+// the 10 s allowed.
 func TestLimitConnClientGone(t *testing.T) {
+	arrived := make(chan struct{}, 1)
 	slow := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			select {
 			case <-r.Context().Done():
-			case <-time.After(3 * time.Second):
+			case <-time.After(30 * time.Second):
 			}
 		}
 	}
@@ -299,14 +318,18 @@ func TestLimitConnClientGone(t *testing.T) {
 	for _, who := range []struct{ name, addr string }{{"numaproxy", np}, {"nginx", ng}} {
 		c := dial(t, who.addr)
 		fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the slow request did not reach the upstream", who.name)
+		}
 		// The slot is held: a second request is refused.
 		if out := burst(t, who.addr, 1, ""); out[0].status != 503 {
 			t.Errorf("%s: during the slow request: %v", who.name, out)
 		}
 		c.Close()
 		var out []limitOutcome
-		for i := 0; i < 20; i++ {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 			time.Sleep(50 * time.Millisecond)
 			if out = burst(t, who.addr, 1, ""); out[0].status == 200 {
 				break
