@@ -306,6 +306,7 @@ func (ls *loopState) handOff(p *pending) {
 		case ls.wr.in <- chunk{s: p.s, buf: p.buf, lines: p.lines, gzip: p.gzip, poll: p.poll, ls: ls}:
 			ls.out++
 			p.buf, p.lines = nil, 0
+			ls.wr.wakeIfBehind()
 			return
 		default:
 		}
