@@ -31,19 +31,20 @@ type Format struct {
 type opKind uint8
 
 const (
-	opLit        opKind = iota // lit
+	opLit        opKind = iota // lit alone: the text after the last variable
 	opGet                      // a module's variable: get(dst, r, param)
 	opRef                      // a variable the configuration declares, or a capture
 	opRemoteAddr               // $remote_addr, formatted once per address (loopState.addr)
 )
 
-// op is literal text or a variable, with what the line needs to know of its values.
+// op is a variable with the literal text before it, and what the line needs to
+// know of its values.
 type op struct {
 	kind  opKind
 	lit   string
 	get   func(dst []byte, r *httpcore.Request, param string) []byte
 	param string
-	ref   httpcore.Ref
+	ref   *httpcore.Ref
 	// plain: the variable's values never hold a byte an escaping changes, so
 	// they are not looked at.
 	plain bool
@@ -69,7 +70,7 @@ func varOp(ref httpcore.Ref) op {
 	v, param := ref.Variable()
 	switch {
 	case v == nil:
-		return op{kind: opRef, ref: ref}
+		return op{kind: opRef, ref: &ref}
 	case v.Name == "remote_addr":
 		return op{kind: opRemoteAddr}
 	}
@@ -85,12 +86,6 @@ const combinedFormat = `$remote_addr - $remote_user [$time_local] "$request" $st
 func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []string, pos conf.Pos) (*Format, error) {
 	f := &Format{Name: name, Escape: esc}
 	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			f.ops = append(f.ops, op{kind: opLit, lit: lit.String()})
-			lit.Reset()
-		}
-	}
 	for _, s := range parts {
 		for i := 0; i < len(s); i++ {
 			if s[i] != '$' {
@@ -121,11 +116,15 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 			if err != nil {
 				return nil, err
 			}
-			flush()
-			f.ops = append(f.ops, varOp(ref))
+			o := varOp(ref)
+			o.lit = lit.String()
+			lit.Reset()
+			f.ops = append(f.ops, o)
 		}
 	}
-	flush()
+	if lit.Len() > 0 {
+		f.ops = append(f.ops, op{kind: opLit, lit: lit.String()})
+	}
 	return f, nil
 }
 
@@ -137,10 +136,10 @@ func isVarChar(c byte) bool {
 func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
 	for i := range f.ops {
 		o := &f.ops[i]
+		dst = append(dst, o.lit...)
 		start := len(dst)
 		switch o.kind {
 		case opLit:
-			dst = append(dst, o.lit...)
 			continue
 		case opGet:
 			dst = o.get(dst, r, o.param)
