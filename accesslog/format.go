@@ -3,8 +3,10 @@ package accesslog
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/numaproxy/numaproxy/conf"
+	"math/bits"
 	"strings"
+
+	"github.com/numaproxy/numaproxy/conf"
 
 	"github.com/numaproxy/numaproxy/httpcore"
 )
@@ -25,11 +27,54 @@ type Format struct {
 	ops    []op
 }
 
-// op is literal text or a variable.
+// opKind is what an op appends.
+type opKind uint8
+
+const (
+	opLit        opKind = iota // lit alone: the text after the last variable
+	opGet                      // a module's variable: get(dst, r, param)
+	opRef                      // a variable the configuration declares, or a capture
+	opRemoteAddr               // $remote_addr, formatted once per address (loopState.addr)
+)
+
+// op is a variable with the literal text before it, and what the line needs to
+// know of its values.
 type op struct {
-	lit string
-	ref httpcore.Ref
-	v   bool
+	kind  opKind
+	lit   string
+	get   func(dst []byte, r *httpcore.Request, param string) []byte
+	param string
+	ref   *httpcore.Ref
+	// plain: the variable's values never hold a byte an escaping changes, so
+	// they are not looked at.
+	plain bool
+	// emptyFound: an empty value is a value, not "-" (Variable.EmptyFound).
+	emptyFound bool
+}
+
+// plainVars are the variables whose values are digits, times, "-", "." and
+// the separators of the upstream ones (", ", " : "): nothing to escape in them.
+var plainVars = map[string]bool{
+	"status": true, "body_bytes_sent": true, "bytes_sent": true, "request_length": true,
+	"request_time": true, "msec": true, "pipe": true, "time_local": true, "time_iso8601": true,
+	"connection": true, "connection_requests": true, "request_id": true, "remote_port": true,
+	"server_port": true, "numa_node": true, "worker_cpu": true, "incoming_cpu": true,
+	"upstream_status": true, "upstream_connect_time": true, "upstream_header_time": true,
+	"upstream_response_time": true, "upstream_response_length": true,
+	"upstream_bytes_received": true, "upstream_bytes_sent": true,
+}
+
+// varOp compiles a reference to a variable: a module's is called directly, not
+// through the Ref.
+func varOp(ref httpcore.Ref) op {
+	v, param := ref.Variable()
+	switch {
+	case v == nil:
+		return op{kind: opRef, ref: &ref}
+	case v.Name == "remote_addr":
+		return op{kind: opRemoteAddr}
+	}
+	return op{kind: opGet, get: v.Get, param: param, plain: plainVars[v.Name], emptyFound: v.EmptyFound}
 }
 
 // combinedFormat is nginx's predefined combined format.
@@ -41,12 +86,6 @@ const combinedFormat = `$remote_addr - $remote_user [$time_local] "$request" $st
 func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []string, pos conf.Pos) (*Format, error) {
 	f := &Format{Name: name, Escape: esc}
 	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			f.ops = append(f.ops, op{lit: lit.String()})
-			lit.Reset()
-		}
-	}
 	for _, s := range parts {
 		for i := 0; i < len(s); i++ {
 			if s[i] != '$' {
@@ -77,11 +116,15 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 			if err != nil {
 				return nil, err
 			}
-			flush()
-			f.ops = append(f.ops, op{ref: ref, v: true})
+			o := varOp(ref)
+			o.lit = lit.String()
+			lit.Reset()
+			f.ops = append(f.ops, o)
 		}
 	}
-	flush()
+	if lit.Len() > 0 {
+		f.ops = append(f.ops, op{kind: opLit, lit: lit.String()})
+	}
 	return f, nil
 }
 
@@ -89,66 +132,97 @@ func isVarChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
-// appendLine formats the line for r into dst (without the line end); val is a
-// scratch buffer for the values, returned for reuse.
-func (f *Format) appendLine(dst, val []byte, r *httpcore.Request) ([]byte, []byte) {
+// appendLine formats the line for r into dst (without the line end).
+func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
 	for i := range f.ops {
 		o := &f.ops[i]
-		if !o.v {
-			dst = append(dst, o.lit...)
-			continue
-		}
-		// The value goes into the line as it is; the few that hold a byte to
-		// escape are escaped there from the first such byte on.
+		dst = append(dst, o.lit...)
 		start := len(dst)
-		dst = o.ref.Append(dst, r)
+		switch o.kind {
+		case opLit:
+			continue
+		case opGet:
+			dst = o.get(dst, r, o.param)
+		case opRemoteAddr:
+			var plain bool
+			dst, plain = ls.appendRemoteAddr(dst, r)
+			if plain {
+				continue // never empty
+			}
+		case opRef:
+			dst = o.ref.Append(dst, r)
+		}
+		// The value went into the line as it is; the few that hold a byte to
+		// escape are escaped there from the first such byte on.
 		switch f.Escape {
 		case EscapeDefault:
 			if len(dst) == start {
-				if !o.ref.EmptyFound() {
+				if !o.emptyFound {
 					dst = append(dst, '-')
 				}
-			} else if i := indexEscaped(dst[start:]); i >= 0 {
-				val = append(val[:0], dst[start+i:]...)
-				dst = appendEscaped(dst[:start+i], val)
+			} else if !o.plain {
+				if i := indexEscaped(dst[start:]); i >= 0 {
+					ls.val = append(ls.val[:0], dst[start+i:]...)
+					dst = appendEscaped(dst[:start+i], ls.val)
+				}
 			}
 		case EscapeJSON:
-			if i := indexJSON(dst[start:]); i >= 0 {
-				val = append(val[:0], dst[start+i:]...)
-				dst = appendJSON(dst[:start+i], val)
+			if !o.plain {
+				if i := indexJSON(dst[start:]); i >= 0 {
+					ls.val = append(ls.val[:0], dst[start+i:]...)
+					dst = appendJSON(dst[:start+i], ls.val)
+				}
 			}
 		}
 	}
-	return dst, val
+	return dst
 }
 
 // Words of eight bytes, to look at eight bytes of a value at once.
 const (
 	ones  = 0x0101010101010101
+	lows  = 0x7f7f7f7f7f7f7f7f
 	highs = 0x8080808080808080
 )
 
-// hasZero reports whether a byte of x is 0.
-func hasZero(x uint64) bool { return (x-ones)&^x&highs != 0 }
+// escapedBytes has the high bit set of each byte of x that appendEscaped
+// escapes: from 0x7f on, below 0x20, `"` and `\`. With l each byte's low seven
+// bits, l+1 reaches the high bit only for 0x7f, l+0x60 for 0x20 and above, and
+// l^c+0x7f for all but c; no sum carries into the next byte.
+func escapedBytes(x uint64) uint64 {
+	l := x & lows
+	return (x | (l + ones) | ^(l + ones*0x60) | ^((l ^ ones*'"') + lows) | ^((l ^ ones*'\\') + lows)) & highs
+}
 
-// hasLess reports whether a byte of x is below n (n at most 0x80). A byte from
-// 0x80 on is not below n: its high bit is masked out by ^x, and a borrow flags
-// only bytes above one that is below n.
-func hasLess(x uint64, n byte) bool { return (x-ones*uint64(n))&^x&highs != 0 }
+// jsonBytes has the high bit set of each byte of x that appendJSON escapes:
+// below 0x20, `"` and `\` (bytes from 0x80 on are left as they are).
+func jsonBytes(x uint64) uint64 {
+	l := x & lows
+	return (^(l + ones*0x60) | ^((l ^ ones*'"') + lows) | ^((l ^ ones*'\\') + lows)) &^ x & highs
+}
 
 // indexEscaped is the index of the first byte of v that appendEscaped escapes,
 // or -1.
 func indexEscaped(v []byte) int {
+	if len(v) < 8 {
+		for i, c := range v {
+			if mustEscape[c] {
+				return i
+			}
+		}
+		return -1
+	}
 	i := 0
 	for ; i+8 <= len(v); i += 8 {
-		x := binary.LittleEndian.Uint64(v[i:])
-		if x&highs != 0 || hasLess(x, 0x20) || hasZero(x^ones*0x7f) || hasZero(x^ones*'"') || hasZero(x^ones*'\\') {
-			break
+		if m := escapedBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	for ; i < len(v); i++ {
-		if mustEscape[v[i]] {
-			return i
+	if i < len(v) {
+		// The last eight bytes: those before i were seen to be clean.
+		i = len(v) - 8
+		if m := escapedBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	return -1
@@ -156,16 +230,24 @@ func indexEscaped(v []byte) int {
 
 // indexJSON is the index of the first byte of v that appendJSON escapes, or -1.
 func indexJSON(v []byte) int {
+	if len(v) < 8 {
+		for i, c := range v {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return -1
+	}
 	i := 0
 	for ; i+8 <= len(v); i += 8 {
-		x := binary.LittleEndian.Uint64(v[i:])
-		if hasLess(x, 0x20) || hasZero(x^ones*'"') || hasZero(x^ones*'\\') {
-			break
+		if m := jsonBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	for ; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c == '"' || c == '\\' {
-			return i
+	if i < len(v) {
+		i = len(v) - 8
+		if m := jsonBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	return -1

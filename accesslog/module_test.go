@@ -10,6 +10,8 @@ import (
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/internal/conftest"
+	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/upstream"
 )
 
 func loadConf(t *testing.T, src string) (*conf.Config, error) {
@@ -191,6 +193,43 @@ func BenchmarkAppendEscaped(b *testing.B) {
 		dst = dst[:0]
 		for _, v := range vals {
 			dst = appendEscaped(dst, v)
+		}
+	}
+}
+
+// BenchmarkIndexEscaped: values with nothing to escape, the common case (a
+// User-Agent, a request line, a referer).
+func BenchmarkIndexEscaped(b *testing.B) {
+	vals := [][]byte{
+		[]byte("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"),
+		[]byte("GET /static/css/site.min.css?v=20240101 HTTP/1.1"),
+		[]byte("https://example.com/start?q=1"),
+	}
+	n := 0
+	for range b.N {
+		for _, v := range vals {
+			n += indexEscaped(v) + indexJSON(v)
+		}
+	}
+	if n != -6*b.N {
+		b.Fatal(n)
+	}
+}
+
+// Every variable plainVars names exists under that name (a renamed one would lose
+// nothing but its speed, silently).
+func TestPlainVarsExist(t *testing.T) {
+	vars, err := httpcore.VariablesOf(conf.MustRegistry(upstream.Module, httpcore.Module, proxy.Module, Module))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range plainVars {
+		ref, err := vars.Ref(name, conf.Pos{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := ref.Variable(); v == nil || v.Name != name || v.Prefix {
+			t.Errorf("%s: %+v", name, v)
 		}
 	}
 }

@@ -303,5 +303,7 @@ func (ref *Ref) Append(dst []byte, r *Request) []byte { return ref.p.appendTo(ds
 // Name is the variable's name as written.
 func (ref *Ref) Name() string { return ref.name }
 
-// EmptyFound reports a variable whose empty value is a value (Variable.EmptyFound).
-func (ref *Ref) EmptyFound() bool { return ref.p.v != nil && ref.p.v.EmptyFound }
+// Variable is the module's variable ref names, with the parameter its Get takes
+// (the NAME of $http_NAME), for a caller that calls Get itself (the access log's
+// compiled formats); nil for a variable the configuration declares or a capture.
+func (ref *Ref) Variable() (*Variable, string) { return ref.p.v, ref.p.param }
