@@ -156,6 +156,11 @@ func (r *Request) Args() ([]byte, bool) {
 // try_files, error_page, X-Accel-Redirect), nginx's r->internal.
 func (r *Request) Internal() bool { return r.redirects > 0 }
 
+// Redirects is the number of internal redirects the request has taken: a module
+// that keeps state for the location it ran in (nginx clears r->ctx on an internal
+// redirect) tells by it whether the request has moved on since.
+func (r *Request) Redirects() int { return r.redirects }
+
 // Conn is the client connection as the loop's layers hand it to the core (a TLS or
 // PROXY protocol layer's connection, which a module may look through), for a content
 // handler that sets its socket options or how it sends files

@@ -117,10 +117,12 @@ type exchangeState struct {
 	status       int // the upstream's status, for $upstream_status
 	responseTime time.Duration
 	// states are the request's tries, for $upstream_* (upstate.go); seq is the
-	// request's (Request.Seq) they belong to.
-	states  []upState
-	noState upState
-	seq     uint64
+	// request's (Request.Seq) they belong to; redirects is the request's internal
+	// redirects when the exchange started (Request.Redirects), for $proxy_host.
+	states    []upState
+	noState   upState
+	seq       uint64
+	redirects int
 
 	buffered    bool // the request body is read whole before the exchange starts
 	chunkedBody bool // the request body is streamed chunked, framed afresh

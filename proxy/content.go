@@ -42,7 +42,7 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq()}
+	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq(), redirects: r.Redirects()}
 	ex.resp.Reset()
 	ex.resp.Limits = http1.Limits{}
 	ex.gen++
@@ -299,11 +299,13 @@ func (st *loopState) balancer(g *upstream.Group) *upstream.Balancer {
 // $upstream_ ones of the request's tries (upstate.go).
 var variables = append(stateVariables, []httpcore.Variable{
 	{Name: "proxy_host", Get: func(dst []byte, r *httpcore.Request, _ string) []byte {
-		// The request's exchange, ended too (the log phase), as long as the request
-		// is still in its location: nginx's proxy context, which an internal
-		// redirect clears.
+		// The request's exchange, ended too (the log phase), as long as no internal
+		// redirect took the request elsewhere since it started: nginx's proxy
+		// context, which an internal redirect clears. (Not the location's config: an
+		// if block inside the location has its own, and proxies with the
+		// location's.)
 		ex, _ := r.Ctx(key).(*exchange)
-		if ex == nil || ex.seq != r.Seq() || r.LocConf(self) != any(ex.lc) {
+		if ex == nil || ex.seq != r.Seq() || ex.redirects != r.Redirects() {
 			return dst
 		}
 		if ex.lc.Pass.Value != nil {
