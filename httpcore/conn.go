@@ -337,7 +337,7 @@ func (c *conn) begin() {
 	c.w.seq++
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
-	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
+	r.body, r.buffering, r.logged, r.headerSent, r.done, r.complete = BodyNone, false, false, false, false, false
 	if r.bodyBuf != nil {
 		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
 	}
@@ -413,6 +413,9 @@ func (c *conn) finish() {
 		return
 	}
 	if c.Request != nil {
+		// As nginx, the request is complete once its response is, even if
+		// dropping its unread body fails afterwards.
+		c.complete = true
 		if c.keepAlive && c.state != csBody && c.bodyUnread() {
 			// A handler answered without the request body: it is dropped first, as
 			// nginx's handlers discard it, so its bytes are not taken for a request.

@@ -55,11 +55,14 @@ type Request struct {
 	internalGET   bool   // after an error_page redirect the request goes on as GET
 	// remote is the client address a module set for this request (realip), in
 	// force when remoteSet; the connection's peer stays in conn.remote.
-	remote       netip.AddrPort
-	remoteSet    bool
-	accessCode   int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
-	logged       bool  // the log phase ran
-	done         bool  // finished: the connection went on (or is going) to the next request
+	remote     netip.AddrPort
+	remoteSet  bool
+	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
+	logged     bool  // the log phase ran
+	done       bool  // finished: the connection went on (or is going) to the next request
+	// complete: the response ended whole (Finish), nginx's r->request_complete
+	// ($request_completion); not for a request closed, aborted or answered 444.
+	complete     bool
 	headerSent   bool
 	limitRate    int64 // SetLimitRate's, when limitRateSet
 	limitRateSet bool

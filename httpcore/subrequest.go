@@ -169,7 +169,7 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	sr.status, sr.bodySent, sr.redirects, sr.forceStatus = 0, 0, 0, 0
 	sr.internalGET = true // a subrequest is a GET without a body (nginx's), HEAD too
 	sr.errorPageDone, sr.carried, sr.carriedType = false, sr.carried[:0], sr.carriedType[:0]
-	sr.body, sr.buffering, sr.headerSent, sr.done = BodyNone, false, false, false
+	sr.body, sr.buffering, sr.headerSent, sr.done, sr.complete = BodyNone, false, false, false, false
 	sr.logged = true // subrequests are not logged
 	sr.bodyFate = bodyDropped
 	sr.remote, sr.remoteSet, sr.accessCode = r.remote, r.remoteSet, 0

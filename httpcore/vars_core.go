@@ -162,6 +162,13 @@ var coreVariables = []Variable{
 	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},
+	// nginx's: "OK", else an empty value that is found (logged "", not "-").
+	{Name: "request_completion", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.complete {
+			return append(dst, "OK"...)
+		}
+		return dst
+	}},
 	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
 	// As nginx's, the loop's cached time (read once per event batch): a clock read
 	// per access log line was a tenth of the log's cost.
