@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"time"
 	"unsafe"
@@ -75,11 +76,16 @@ type conn struct {
 	// held as its start and size, 12 bytes rather than a 24-byte slice) that starts
 	// at the request being read or served: its head, then what came after it. Both
 	// are nil when idle.
-	in          []byte
-	inBase      *byte
-	inCap       int32
-	headLen     int32         // the head's bytes at the start of in; 0 while it is read
-	requests    int           // requests started on this connection
+	in      []byte
+	inBase  *byte
+	inCap   int32
+	headLen int32 // the head's bytes at the start of in; 0 while it is read
+	// requests started on this connection; 32 bits (saturating) leave room for
+	// opened in the 144-byte size class.
+	requests uint32
+	// opened is when the connection was accepted, in milliseconds of msecNow: its
+	// low 32 bits, which tell a duration up to 49 days ($connection_time).
+	opened      uint32
 	srvConf     *LocConf      // the server's config (the default server's until a request names one)
 	lcf         *LocConf      // the location's config, else srvConf
 	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
@@ -140,7 +146,7 @@ func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
 	_, holds := c.(moreWriter)
 	cl := w.freeConns.Get()
-	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1)}
+	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1), opened: w.msecNow()}
 	return cl
 }
 
@@ -275,7 +281,9 @@ func (c *conn) drive() {
 			}
 			break
 		}
-		c.requests++
+		if c.requests < math.MaxUint32 {
+			c.requests++
+		}
 		c.setStat(statWriting)
 		c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {

@@ -286,7 +286,7 @@ func parseSize(b []byte) int64 {
 // keepalive_timeout has a second value). As in nginx, keepalive_timeout and
 // keepalive_requests are the location's.
 func (c *conn) appendConnection(head []byte) []byte {
-	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() ||
+	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || int(c.requests) >= c.lcf.KeepaliveRequests || c.w.loop.Draining() ||
 		c.lcf.KeepaliveDisable != 0 && c.keepaliveDisabled() {
 		c.keepAlive = false
 		return append(head, "Connection: close\r\n"...)

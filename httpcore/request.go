@@ -274,7 +274,7 @@ func (r *Request) BytesSent() int64 { return r.headSent + r.bodySent }
 
 // ConnectionRequests is the number of requests the connection has started, this one
 // included ($connection_requests).
-func (r *Request) ConnectionRequests() int { return r.c.requests }
+func (r *Request) ConnectionRequests() int { return int(r.c.requests) }
 
 // Status is the status sent to the client, 0 before the response head went out.
 func (r *Request) Status() int { return r.status }

@@ -148,7 +148,7 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	c := r.c
 	sc := c.w.takeSubConn()
 	st := sc.sub
-	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests,
+	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests, opened: c.opened,
 		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
 	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{loop: c.conn.Loop(), fd: c.conn.Fd(),
 		local: c.conn.LocalAddr(), remote: c.conn.RemoteAddr()}}

@@ -189,6 +189,12 @@ var coreVariables = []Variable{
 	{Name: "connection_requests", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendInt(dst, int64(r.c.requests), 10)
 	}},
+	{Name: "connection_time", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's: since the accept, in seconds with milliseconds, by the loop's
+		// cached clock.
+		ms := r.c.w.msecNow() - r.c.opened
+		return AppendSeconds(dst, time.Duration(ms)*time.Millisecond)
+	}},
 	{Name: "hostname", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.c.w.hostname...) }},
 	{Name: "numa_node", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendInt(dst, int64(r.c.w.numaNode), 10)

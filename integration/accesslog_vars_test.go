@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -35,6 +36,7 @@ var sweepVars = []struct {
 	// The connection and the server.
 	{"remote_addr", ""}, {"binary_remote_addr", ""}, {"remote_port", `^\d+$`}, {"server_addr", ""},
 	{"server_port", `^\d+$`}, {"server_name", ""}, {"connection", `^\d+$`}, {"connection_requests", ""},
+	{"connection_time", `^\d+\.\d{3}$`},
 	{"pipe", ""}, {"limit_rate", ""}, {"hostname", ""}, {"nginx_version", ""}, {"pid", `^\d+$`},
 	{"msec", `^\d+\.\d{3}$`}, {"time_local", `^\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}$`},
 	{"time_iso8601", `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$`},
@@ -70,11 +72,21 @@ var sweepVars = []struct {
 // address nobody listens on and a folder of static files.
 func varsSweepHTTP(addr, backend, dead, root string) string {
 	var f strings.Builder
-	for _, v := range sweepVars {
-		f.WriteString(" " + v.name + `="$` + v.name + `"`)
+	for i, v := range sweepVars {
+		// nginx takes a parameter of up to 4 KiB: the format is in several, one
+		// per line, which log_format joins.
+		switch {
+		case i == 0:
+			f.WriteString("'")
+		case i%20 == 0:
+			f.WriteString("'\n    ' ")
+		default:
+			f.WriteString(" ")
+		}
+		f.WriteString(v.name + `="$` + v.name + `"`)
 	}
 	return `
-  log_format sweep '` + f.String()[1:] + `';
+  log_format sweep ` + f.String() + `';
   limit_req_zone $binary_remote_addr zone=rl:1m rate=1000r/s;
   limit_conn_zone $binary_remote_addr zone=cl:1m;
   proxy_cache_path cache keys_zone=z:1m;
@@ -405,4 +417,37 @@ func maskShape(re *regexp.Regexp, s, mask string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// TestConnectionTimeCountsFromAccept: $connection_time runs from the accept, not
+// from the request: a client that waits 300ms before its request logs at least
+// 0.300 there and a $request_time below it, in nginx as in numaproxy.
+func TestConnectionTimeCountsFromAccept(t *testing.T) {
+	httpBlock := func(addr string) string {
+		return `
+  log_format ct '$connection_time $request_time';
+  server { listen ` + addr + `; access_log logs/ct.log ct; location / { return 200 "ok"; } }`
+	}
+	npAddr, ngAddr := addrFor(t), addrFor(t)
+	np := startHTTP(t, httpBlock(npAddr), npAddr)
+	ng := startNginx(t, httpBlock(ngAddr), ngAddr)
+	for _, s := range []struct {
+		name, addr, log string
+	}{{"numaproxy", npAddr, np.path("logs/ct.log")}, {"nginx", ngAddr, filepath.Join(ng.dir, "logs", "ct.log")}} {
+		c := dial(t, s.addr)
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+		if _, err := readToEOF(c); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		c.Close()
+		line := readLines(t, s.log, 1)[0]
+		var conn, req float64
+		if _, err := fmt.Sscanf(line, "%f %f", &conn, &req); err != nil || !regexp.MustCompile(`^\d+\.\d{3} \d+\.\d{3}$`).MatchString(line) {
+			t.Fatalf("%s: line %q: %v", s.name, line, err)
+		}
+		if conn < 0.3 || conn > 10 || req >= conn {
+			t.Errorf("%s: $connection_time %.3f, $request_time %.3f: want at least 0.300, and more than the request's", s.name, conn, req)
+		}
+	}
 }
