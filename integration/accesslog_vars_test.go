@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -66,6 +67,7 @@ var sweepVars = []struct {
 	{"upstream_response_length", ""}, {"upstream_bytes_received", ""}, {"upstream_bytes_sent", ""},
 	{"upstream_http_x_up", ""}, {"upstream_http_location", ""}, {"upstream_cookie_sid", ""},
 	{"upstream_cache_status", ""}, {"proxy_host", ""}, {"proxy_add_x_forwarded_for", ""},
+	{"upstream_trailer_x_tr", ""}, {"upstream_trailer_missing", ""},
 }
 
 // varsSweepHTTP is the http block of the sweep, for a listener, an upstream, an
@@ -98,6 +100,7 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
     location /p/ { proxy_pass http://` + backend + `; limit_req zone=rl burst=100 nodelay; limit_conn cl 100; }
     location /dead/ { proxy_pass http://` + dead + `; }
     location /pi/ { proxy_pass http://` + backend + `; proxy_intercept_errors on; error_page 404 /err.html; }
+    location /tr/ { proxy_pass http://` + backend + `; proxy_http_version 1.1; }
     location /pv/ { set $up ` + backend + `; proxy_pass http://$up; }
     location = /rel { return 302 /there; }
     location = /abs { return 301 http://abs.test/x; }
@@ -161,6 +164,7 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"rewrite redirect", "GET /old/thing?q=3 HTTP/1.1\r\nHost: t\r\n"},
 	{"error_page", "GET /missing HTTP/1.1\r\nHost: t\r\n"},
 	{"directory without slash", "GET /static/dir?q=4 HTTP/1.1\r\nHost: t\r\n"},
+	{"proxied chunked response with a trailer", "GET /tr/trailer HTTP/1.1\r\nHost: t\r\n"},
 	// Last: its line is written when the server sees the client go.
 	{"client gone before the response: 499", sweepAbort + "GET /p/slow HTTP/1.1\r\nHost: t\r\n\r\n"},
 }
@@ -226,6 +230,7 @@ func (v clientView) body() string { return v.raw[v.headLen:] }
 // pages name their server, gzip streams differ), $body_bytes_sent and
 // $sent_http_content_length are compared with what each client got.
 func TestAccessLogVariablesMatchNginx(t *testing.T) {
+	var trailed atomic.Int32 // responses sent with a trailer
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Up", "up-value")
@@ -244,6 +249,15 @@ func TestAccessLogVariablesMatchNginx(t *testing.T) {
 			return
 		case "/p/accel":
 			h.Set("X-Accel-Redirect", "/static/file.txt")
+			return
+		case "/tr/trailer":
+			// A chunked response with a trailer field, as the request is HTTP/1.1.
+			if r.ProtoAtLeast(1, 1) {
+				trailed.Add(1)
+			}
+			h.Set("Trailer", "X-Tr")
+			io.WriteString(w, "body before the trailer\n")
+			h.Set("X-Tr", "trailer-value")
 			return
 		case "/p/slow":
 			// Answered after the client gave up (sweepAbort), or never.
@@ -321,6 +335,9 @@ func TestAccessLogVariablesMatchNginx(t *testing.T) {
 		for i := range a {
 			names = append(names, r.name+" ("+strconv.Itoa(i+1)+")")
 		}
+	}
+	if n := trailed.Load(); n != 2 {
+		t.Errorf("the upstream sent %d responses with a trailer, want 2 (one each)", n)
 	}
 	npLines := readLines(t, np.path("logs/sweep.log"), len(names))
 	ngLines := readLines(t, filepath.Join(ng.dir, "logs", "sweep.log"), len(names))
