@@ -159,6 +159,11 @@ var coreVariables = []Variable{
 	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
+	// nginx's $sent_trailer_NAME is a trailer field of the response, which only
+	// add_trailer (not here: refused as unknown) and grpc_pass (not here either)
+	// give; an upstream's trailer is not passed on (proxy flushChunk). So as in
+	// nginx for every configuration numaproxy runs, the value is never found.
+	{Name: "sent_trailer_", Prefix: true, Get: func(dst []byte, _ *Request, _ string) []byte { return dst }},
 	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},

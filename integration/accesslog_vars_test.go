@@ -67,7 +67,7 @@ var sweepVars = []struct {
 	{"upstream_response_length", ""}, {"upstream_bytes_received", ""}, {"upstream_bytes_sent", ""},
 	{"upstream_http_x_up", ""}, {"upstream_http_location", ""}, {"upstream_cookie_sid", ""},
 	{"upstream_cache_status", ""}, {"proxy_host", ""}, {"proxy_add_x_forwarded_for", ""},
-	{"upstream_trailer_x_tr", ""}, {"upstream_trailer_missing", ""},
+	{"upstream_trailer_x_tr", ""}, {"upstream_trailer_missing", ""}, {"sent_trailer_x_tr", ""},
 }
 
 // varsSweepHTTP is the http block of the sweep, for a listener, an upstream, an
