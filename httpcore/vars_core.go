@@ -257,6 +257,15 @@ func appendArgs(dst []byte, r *Request, _ string) []byte {
 // Transfer-Encoding, Connection. Nothing before the head was written.
 func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 	if !r.headerSent {
+		if name == "connection" {
+			// nginx's is always found, from r->keepalive: a request that ends
+			// without an answer (client gone, 444) logs whether the connection
+			// would have been kept.
+			if r.c.keepAlive {
+				return append(dst, "keep-alive"...)
+			}
+			return append(dst, "close"...)
+		}
 		return dst
 	}
 	h := &r.out
