@@ -34,7 +34,7 @@ func TestSteadyPathAllocs(t *testing.T) {
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       add_header X-Upstream $upstream_addr;
     }
-    location /r { return 200 "$request_method $uri $arg_id\n"; }
+    location /r { return 200 "$request_method $uri $arg_id $connection_time $request_completion$sent_trailer_x$upstream_trailer_x\n"; }
   }`)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
