@@ -350,6 +350,7 @@ func (c *conn) begin() {
 		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
 	}
 	r.limitRate, r.limitRateSet = 0, false
+	r.expectTrailers, r.trailers = false, r.trailers[:0]
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
 	r.remoteSet, r.accessCode = false, 0

@@ -83,14 +83,18 @@ type Request struct {
 	pending       Pending
 
 	// The response on its way out (header.go).
-	out        Header
-	head       []byte // the head written, waiting in the worker's scratch for the first body bytes
-	chunked    bool   // the body goes chunk-encoded
-	headerOnly bool   // no body goes to the client (HEAD, 1xx, 204, 304)
-	o          Out
-	iov        [6][]byte
-	chunkHdr   [20]byte
-	ctx        [maxKeys]any
+	out Header
+	// expectTrailers: trailer fields will end the body (ExpectTrailers); trailers
+	// is their section as it goes out, "0\r\n", the fields, "\r\n" (AddTrailer).
+	expectTrailers bool
+	trailers       []byte
+	head           []byte // the head written, waiting in the worker's scratch for the first body bytes
+	chunked        bool   // the body goes chunk-encoded
+	headerOnly     bool   // no body goes to the client (HEAD, 1xx, 204, 304)
+	o              Out
+	iov            [6][]byte
+	chunkHdr       [20]byte
+	ctx            [maxKeys]any
 
 	// Declared variables and regex captures (vars_declared.go).
 	vslots   []varSlot

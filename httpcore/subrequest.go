@@ -174,6 +174,7 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	sr.bodyFate = bodyDropped
 	sr.remote, sr.remoteSet, sr.accessCode = r.remote, r.remoteSet, 0
 	sr.pending = nil
+	sr.expectTrailers, sr.trailers = false, sr.trailers[:0]
 	sr.resetVars()
 	return sr
 }

@@ -159,11 +159,11 @@ var coreVariables = []Variable{
 	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
-	// nginx's $sent_trailer_NAME is a trailer field of the response, which only
-	// add_trailer (not here: refused as unknown) and grpc_pass (not here either)
-	// give; an upstream's trailer is not passed on (proxy flushChunk). So as in
-	// nginx for every configuration numaproxy runs, the value is never found.
-	{Name: "sent_trailer_", Prefix: true, Get: func(dst []byte, _ *Request, _ string) []byte { return dst }},
+	// A trailer field of the response (add_trailer's; nginx's grpc_pass also
+	// gives some, numaproxy has none, and an upstream's trailer is not passed on).
+	{Name: "sent_trailer_", Prefix: true, Param: func(rest string) string {
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentTrailer(dst, name) }},
 	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
 		return AppendBasicUser(dst, r.headerValue("authorization"))
 	}},
@@ -312,6 +312,26 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 		}
 	}
 	return dst
+}
+
+// appendSentTrailer is $sent_trailer_NAME (name lower-case, with dashes): the first
+// trailer field AddTrailer added called name.
+func (r *Request) appendSentTrailer(dst []byte, name string) []byte {
+	if len(r.trailers) == 0 {
+		return dst
+	}
+	b := r.trailers[len("0\r\n"):]
+	for {
+		end := bytes.Index(b, crlf)
+		if end <= 0 {
+			return dst
+		}
+		line := b[:end]
+		b = b[end+len(crlf):]
+		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
+			return append(dst, line[colon+2:]...)
+		}
+	}
 }
 
 // serverName is $server_name: the first name of the server that took the request.

@@ -115,6 +115,7 @@ func varsSweepHTTP(addr, backend, dead, root string) string {
     location /old/ { rewrite ^/old/(.*)$ /new/$1 redirect; }
     location /missing { error_page 404 /err.html; }
     location = /close { return 444; }
+    location = /addtr { add_trailer X-Tr "tr-$status"; return 200 "with a trailer"; }
   }`
 }
 
@@ -166,6 +167,7 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"error_page", "GET /missing HTTP/1.1\r\nHost: t\r\n"},
 	{"directory without slash", "GET /static/dir?q=4 HTTP/1.1\r\nHost: t\r\n"},
 	{"return 444: closed unanswered", "GET /close HTTP/1.1\r\nHost: t\r\n"},
+	{"add_trailer", "GET /addtr HTTP/1.1\r\nHost: t\r\n"},
 	{"proxied chunked response with a trailer", "GET /tr/trailer HTTP/1.1\r\nHost: t\r\n"},
 	// Last: its line is written when the server sees the client go.
 	{"client gone before the response: 499", sweepAbort + "GET /p/slow HTTP/1.1\r\nHost: t\r\n\r\n"},
@@ -184,7 +186,7 @@ var sweepNginxQuirks = map[[2]string]string{
 // (numaproxy 000) and $tcpinfo_* of the socket it still holds (numaproxy closed
 // it: "-").
 var sweepUnchecked = map[[2]string]bool{
-	{sweepAbortName, "status"}: true,
+	{sweepAbortName, "status"}:      true,
 	{sweepAbortName, "tcpinfo_rtt"}: true, {sweepAbortName, "tcpinfo_rttvar"}: true,
 	{sweepAbortName, "tcpinfo_snd_cwnd"}: true, {sweepAbortName, "tcpinfo_rcv_space"}: true,
 }
