@@ -13,8 +13,12 @@ var Module = &conf.Module{
 	Directives: directives(),
 	NewHTTP:    func() any { return &LocConf{} },
 	MergeHTTP: func(parent, child any) error {
-		if c := child.(*LocConf); !c.set {
-			c.AddHeaders = parent.(*LocConf).AddHeaders
+		c, p := child.(*LocConf), parent.(*LocConf)
+		if !c.set {
+			c.AddHeaders = p.AddHeaders
+		}
+		if !c.trailersSet {
+			c.AddTrailers = p.AddTrailers
 		}
 		return nil
 	},
@@ -31,16 +35,21 @@ func directives() []conf.Directive {
 		{Name: "add_header", Contexts: conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx | conf.LocIfCtx, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddHeader,
 			Syntax: "add_header name value [always];",
 			Doc:    "Adds a response header for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always). A level that sets any replaces all inherited ones."},
+		{Name: "add_trailer", Contexts: conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx | conf.LocIfCtx, Args: conf.Args2 | conf.Args3, Multi: true, Set: setAddTrailer,
+			Syntax: "add_trailer name value [always];",
+			Doc:    "Adds a trailer field at the end of a response for 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 (any status with always), which then goes chunked to an HTTP/1.1 client (without Content-Length); the value is evaluated when the body ends, an empty one adds nothing. A level that sets any replaces all inherited ones."},
 	}
 }
 
-// LocConf holds a level's add_header fields, after inheritance.
+// LocConf holds a level's add_header and add_trailer fields, after inheritance.
 type LocConf struct {
-	AddHeaders []AddHeader
-	set        bool // this level has add_header of its own
+	AddHeaders  []AddHeader
+	AddTrailers []AddHeader
+	set         bool // this level has add_header of its own
+	trailersSet bool // this level has add_trailer of its own
 }
 
-// AddHeader is one add_header.
+// AddHeader is one add_header or add_trailer.
 type AddHeader struct {
 	Name   string
 	Value  *httpcore.Template
@@ -53,38 +62,87 @@ func setAddHeader(c *conf.Cursor, s *conf.Stmt) error {
 	if !lc.set {
 		lc.AddHeaders, lc.set = nil, true
 	}
-	if !http1.IsToken(s.Args[0].Value) {
-		return s.InvalidValue(s.Args[0], "not a header field name")
-	}
-	t, err := httpcore.CompileTemplate(c, s.Args[1].Value)
+	h, err := parseField(c, s)
 	if err != nil {
-		return s.InvalidValue(s.Args[1], err.Error())
-	}
-	h := AddHeader{Name: s.Args[0].Value, Value: t, name: []byte(s.Args[0].Value)}
-	if len(s.Args) == 3 {
-		if s.Args[2].Value != "always" {
-			return s.InvalidValue(s.Args[2], `it must be "always"`)
-		}
-		h.Always = true
+		return err
 	}
 	lc.AddHeaders = append(lc.AddHeaders, h)
 	return nil
 }
 
-// initModule puts the filter in the header filter chain when some level has
-// add_header: without one the module costs a response nothing.
-func initModule(s *httpcore.Setup) error {
-	used := false
-	httpcore.Walk(s.Config, self, func(lc any) { used = used || len(lc.(*LocConf).AddHeaders) > 0 })
-	if !used {
-		return nil
+func setAddTrailer(c *conf.Cursor, s *conf.Stmt) error {
+	lc := c.HTTPConf().(*LocConf)
+	if !lc.trailersSet {
+		lc.AddTrailers, lc.trailersSet = nil, true
 	}
-	next := s.HeaderFilter()
-	s.SetHeaderFilter(func(r *httpcore.Request) {
-		addHeaders(r)
-		next(r)
-	})
+	h, err := parseField(c, s)
+	if err != nil {
+		return err
+	}
+	lc.AddTrailers = append(lc.AddTrailers, h)
 	return nil
+}
+
+// parseField parses "name value [always]".
+func parseField(c *conf.Cursor, s *conf.Stmt) (AddHeader, error) {
+	if !http1.IsToken(s.Args[0].Value) {
+		return AddHeader{}, s.InvalidValue(s.Args[0], "not a header field name")
+	}
+	t, err := httpcore.CompileTemplate(c, s.Args[1].Value)
+	if err != nil {
+		return AddHeader{}, s.InvalidValue(s.Args[1], err.Error())
+	}
+	h := AddHeader{Name: s.Args[0].Value, Value: t, name: []byte(s.Args[0].Value)}
+	if len(s.Args) == 3 {
+		if s.Args[2].Value != "always" {
+			return AddHeader{}, s.InvalidValue(s.Args[2], `it must be "always"`)
+		}
+		h.Always = true
+	}
+	return h, nil
+}
+
+// initModule puts the filter in the header filter chain when some level has
+// add_header or add_trailer, and the trailers' in the body filter chain when some
+// has add_trailer: without them the module costs a response nothing.
+func initModule(s *httpcore.Setup) error {
+	headers, trailers := false, false
+	httpcore.Walk(s.Config, self, func(lc any) {
+		headers = headers || len(lc.(*LocConf).AddHeaders) > 0
+		trailers = trailers || len(lc.(*LocConf).AddTrailers) > 0
+	})
+	if headers || trailers {
+		next := s.HeaderFilter()
+		s.SetHeaderFilter(func(r *httpcore.Request) {
+			addHeaders(r)
+			next(r)
+		})
+	}
+	if trailers {
+		next := s.BodyFilter()
+		s.SetBodyFilter(func(r *httpcore.Request, o *httpcore.Out) {
+			if o.Last && r.TrailersExpected() {
+				addTrailers(r)
+			}
+			next(r, o)
+		})
+	}
+	return nil
+}
+
+// addTrailers adds the level's add_trailer fields that apply to the response's
+// status, as the last body bytes go on (nginx's ngx_http_trailers_filter).
+func addTrailers(r *httpcore.Request) {
+	lc, _ := r.LocConf(self).(*LocConf)
+	if lc == nil {
+		return
+	}
+	always := applies(r.Status())
+	for i := range lc.AddTrailers {
+		if a := &lc.AddTrailers[i]; a.Always || always {
+			r.AddTrailer(a.name, a.Value)
+		}
+	}
 }
 
 // addHeaders adds the level's add_header fields that apply to the response's status.
@@ -97,6 +155,13 @@ func addHeaders(r *httpcore.Request) {
 	}
 	h := r.Header()
 	always := applies(h.Status)
+	for i := range lc.AddTrailers {
+		// nginx's header filter: a trailer that applies makes the body chunked.
+		if lc.AddTrailers[i].Always || always {
+			r.ExpectTrailers()
+			break
+		}
+	}
 	for i := range lc.AddHeaders {
 		a := &lc.AddHeaders[i]
 		if !a.Always && !always {

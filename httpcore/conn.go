@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"time"
 	"unsafe"
@@ -75,11 +76,16 @@ type conn struct {
 	// held as its start and size, 12 bytes rather than a 24-byte slice) that starts
 	// at the request being read or served: its head, then what came after it. Both
 	// are nil when idle.
-	in          []byte
-	inBase      *byte
-	inCap       int32
-	headLen     int32         // the head's bytes at the start of in; 0 while it is read
-	requests    int           // requests started on this connection
+	in      []byte
+	inBase  *byte
+	inCap   int32
+	headLen int32 // the head's bytes at the start of in; 0 while it is read
+	// requests started on this connection; 32 bits (saturating) leave room for
+	// opened in the 144-byte size class.
+	requests uint32
+	// opened is when the connection was accepted, in milliseconds of msecNow: its
+	// low 32 bits, which tell a duration up to 49 days ($connection_time).
+	opened      uint32
 	srvConf     *LocConf      // the server's config (the default server's until a request names one)
 	lcf         *LocConf      // the location's config, else srvConf
 	lingerUntil time.Duration // csDiscard, csLinger: the end of lingering_time (monoNow)
@@ -140,7 +146,7 @@ func newConn(w *Worker, c eventloop.Conn) *conn {
 	c.LocalAddr() // loaded now, while the socket is open, for the connection's life
 	_, holds := c.(moreWriter)
 	cl := w.freeConns.Get()
-	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1)}
+	*cl = conn{w: w, conn: c, holds: holds, id: connectionSerial.Add(1), opened: w.msecNow()}
 	return cl
 }
 
@@ -275,7 +281,9 @@ func (c *conn) drive() {
 			}
 			break
 		}
-		c.requests++
+		if c.requests < math.MaxUint32 {
+			c.requests++
+		}
 		c.setStat(statWriting)
 		c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {
@@ -337,11 +345,12 @@ func (c *conn) begin() {
 	c.w.seq++
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
-	r.body, r.buffering, r.logged, r.headerSent, r.done = BodyNone, false, false, false, false
+	r.body, r.buffering, r.logged, r.headerSent, r.done, r.complete = BodyNone, false, false, false, false, false
 	if r.bodyBuf != nil {
 		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
 	}
 	r.limitRate, r.limitRateSet = 0, false
+	r.expectTrailers, r.trailers = false, r.trailers[:0]
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
 	r.remoteSet, r.accessCode = false, 0
@@ -413,6 +422,9 @@ func (c *conn) finish() {
 		return
 	}
 	if c.Request != nil {
+		// As nginx, the request is complete once its response is, even if
+		// dropping its unread body fails afterwards.
+		c.complete = true
 		if c.keepAlive && c.state != csBody && c.bodyUnread() {
 			// A handler answered without the request body: it is dropped first, as
 			// nginx's handlers discard it, so its bytes are not taken for a request.

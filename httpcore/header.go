@@ -201,6 +201,11 @@ func (r *Request) writeHeader() {
 	bodiless := status < 200 || status == 204 || status == 304
 	r.headerOnly = bodiless || r.IsHEAD()
 	r.chunked = false
+	if r.expectTrailers && !r.headerOnly && r.req.ProtoMinor() == 1 && c.lcf.ChunkedEncoding {
+		// As nginx's chunked filter: trailers need chunks, so the length goes.
+		h.ContentLength = -1
+		h.Del("content-length")
+	}
 	if status != 101 { // an upgrade's own Connection and Upgrade are in its fields
 		switch {
 		case h.ContentLength >= 0 && (r.IsHEAD() || !bodiless):
@@ -286,7 +291,7 @@ func parseSize(b []byte) int64 {
 // keepalive_timeout has a second value). As in nginx, keepalive_timeout and
 // keepalive_requests are the location's.
 func (c *conn) appendConnection(head []byte) []byte {
-	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || c.requests >= c.lcf.KeepaliveRequests || c.w.loop.Draining() ||
+	if !c.keepAlive || c.lcf.KeepaliveTimeout <= 0 || int(c.requests) >= c.lcf.KeepaliveRequests || c.w.loop.Draining() ||
 		c.lcf.KeepaliveDisable != 0 && c.keepaliveDisabled() {
 		c.keepAlive = false
 		return append(head, "Connection: close\r\n"...)
@@ -452,7 +457,11 @@ func (r *Request) writeBody(o *Out) {
 			r.bodySent += o.FileN
 		}
 		if o.Last && r.chunked {
-			iov = append(iov, lastChunk)
+			if len(r.trailers) > 0 {
+				iov = append(iov, r.trailers)
+			} else {
+				iov = append(iov, lastChunk)
+			}
 		}
 	}
 	if c.closesAfter() && !o.Flush && (o.Last || r.bodyAllSent()) {
@@ -460,6 +469,50 @@ func (r *Request) writeBody(o *Out) {
 		return
 	}
 	r.write(iov, !o.Last && !o.Flush)
+}
+
+// ExpectTrailers tells the writer, from a header filter, that trailer fields
+// (AddTrailer) will end the body: as nginx's r->expect_trailers, a response with a
+// body to an HTTP/1.1 client goes chunked (without its Content-Length) so that they
+// can. A subrequest's response sends none.
+func (r *Request) ExpectTrailers() {
+	if r.c.sub == nil {
+		r.expectTrailers = true
+	}
+}
+
+// TrailersExpected reports that ExpectTrailers was called for the response.
+func (r *Request) TrailersExpected() bool { return r.expectTrailers }
+
+// AddTrailer adds the trailer field name with the value of t, from a body filter
+// before the last body bytes go on; an empty value adds nothing, control characters
+// are escaped. None for a response without body (HEAD, 204, 304); a response that
+// is not chunked (HTTP/1.0) sends none, but $sent_trailer_NAME has them, as
+// nginx's headers_out.trailers.
+func (r *Request) AddTrailer(name []byte, t *Template) {
+	if r.headerOnly {
+		return // nginx's trailer filter skips a response without body (header_only)
+	}
+	b := r.trailers
+	if len(b) == 0 {
+		b = append(b, "0\r\n"...)
+	} else {
+		b = b[:len(b)-len(crlf)] // the section's end, put back below
+	}
+	mark := len(b)
+	b = append(append(b, name...), ": "...)
+	from := len(b)
+	b = EscapeControls(t.Append(b, r), from)
+	if len(b) == from {
+		b = b[:mark]
+	} else {
+		b = append(b, crlf...)
+	}
+	if len(b) == len("0\r\n") {
+		r.trailers = b[:0]
+		return
+	}
+	r.trailers = append(b, crlf...)
 }
 
 // fileWriter is a connection that sends bytes and then a file with the file's

@@ -55,11 +55,14 @@ type Request struct {
 	internalGET   bool   // after an error_page redirect the request goes on as GET
 	// remote is the client address a module set for this request (realip), in
 	// force when remoteSet; the connection's peer stays in conn.remote.
-	remote       netip.AddrPort
-	remoteSet    bool
-	accessCode   int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
-	logged       bool  // the log phase ran
-	done         bool  // finished: the connection went on (or is going) to the next request
+	remote     netip.AddrPort
+	remoteSet  bool
+	accessCode int16 // satisfy any: the 401 or 403 an access handler would answer (nginx's r->access_code)
+	logged     bool  // the log phase ran
+	done       bool  // finished: the connection went on (or is going) to the next request
+	// complete: the response ended whole (Finish), nginx's r->request_complete
+	// ($request_completion); not for a request closed, aborted or answered 444.
+	complete     bool
 	headerSent   bool
 	limitRate    int64 // SetLimitRate's, when limitRateSet
 	limitRateSet bool
@@ -80,14 +83,18 @@ type Request struct {
 	pending       Pending
 
 	// The response on its way out (header.go).
-	out        Header
-	head       []byte // the head written, waiting in the worker's scratch for the first body bytes
-	chunked    bool   // the body goes chunk-encoded
-	headerOnly bool   // no body goes to the client (HEAD, 1xx, 204, 304)
-	o          Out
-	iov        [6][]byte
-	chunkHdr   [20]byte
-	ctx        [maxKeys]any
+	out Header
+	// expectTrailers: trailer fields will end the body (ExpectTrailers); trailers
+	// is their section as it goes out, "0\r\n", the fields, "\r\n" (AddTrailer).
+	expectTrailers bool
+	trailers       []byte
+	head           []byte // the head written, waiting in the worker's scratch for the first body bytes
+	chunked        bool   // the body goes chunk-encoded
+	headerOnly     bool   // no body goes to the client (HEAD, 1xx, 204, 304)
+	o              Out
+	iov            [6][]byte
+	chunkHdr       [20]byte
+	ctx            [maxKeys]any
 
 	// Declared variables and regex captures (vars_declared.go).
 	vslots   []varSlot
@@ -276,7 +283,7 @@ func (r *Request) BytesSent() int64 { return r.headSent + r.bodySent }
 
 // ConnectionRequests is the number of requests the connection has started, this one
 // included ($connection_requests).
-func (r *Request) ConnectionRequests() int { return r.c.requests }
+func (r *Request) ConnectionRequests() int { return int(r.c.requests) }
 
 // Status is the status sent to the client, 0 before the response head went out.
 func (r *Request) Status() int { return r.status }

@@ -148,7 +148,7 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	c := r.c
 	sc := c.w.takeSubConn()
 	st := sc.sub
-	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests,
+	*sc = conn{w: c.w, id: c.id, state: csWait, requests: c.requests, opened: c.opened,
 		srvConf: c.srvConf, lcf: c.srvConf, sub: st}
 	*st = subState{parent: r, main: c, hooks: h, sock: subSocket{loop: c.conn.Loop(), fd: c.conn.Fd(),
 		local: c.conn.LocalAddr(), remote: c.conn.RemoteAddr()}}
@@ -169,11 +169,12 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	sr.status, sr.bodySent, sr.redirects, sr.forceStatus = 0, 0, 0, 0
 	sr.internalGET = true // a subrequest is a GET without a body (nginx's), HEAD too
 	sr.errorPageDone, sr.carried, sr.carriedType = false, sr.carried[:0], sr.carriedType[:0]
-	sr.body, sr.buffering, sr.headerSent, sr.done = BodyNone, false, false, false
+	sr.body, sr.buffering, sr.headerSent, sr.done, sr.complete = BodyNone, false, false, false, false
 	sr.logged = true // subrequests are not logged
 	sr.bodyFate = bodyDropped
 	sr.remote, sr.remoteSet, sr.accessCode = r.remote, r.remoteSet, 0
 	sr.pending = nil
+	sr.expectTrailers, sr.trailers = false, sr.trailers[:0]
 	sr.resetVars()
 	return sr
 }

@@ -159,8 +159,20 @@ var coreVariables = []Variable{
 	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
+	// A trailer field of the response (add_trailer's; nginx's grpc_pass also
+	// gives some, numaproxy has none, and an upstream's trailer is not passed on).
+	{Name: "sent_trailer_", Prefix: true, Param: func(rest string) string {
+		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentTrailer(dst, name) }},
 	{Name: "remote_user", Get: func(dst []byte, r *Request, _ string) []byte {
 		return AppendBasicUser(dst, r.headerValue("authorization"))
+	}},
+	// nginx's: "OK", else an empty value that is found (logged "", not "-").
+	{Name: "request_completion", EmptyFound: true, Get: func(dst []byte, r *Request, _ string) []byte {
+		if r.complete {
+			return append(dst, "OK"...)
+		}
+		return dst
 	}},
 	{Name: "request_time", Get: func(dst []byte, r *Request, _ string) []byte { return AppendSeconds(dst, time.Since(r.started)) }},
 	// As nginx's, the loop's cached time (read once per event batch): a clock read
@@ -181,6 +193,12 @@ var coreVariables = []Variable{
 	{Name: "connection", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendUint(dst, r.c.id, 10) }},
 	{Name: "connection_requests", Get: func(dst []byte, r *Request, _ string) []byte {
 		return strconv.AppendInt(dst, int64(r.c.requests), 10)
+	}},
+	{Name: "connection_time", Get: func(dst []byte, r *Request, _ string) []byte {
+		// nginx's: since the accept, in seconds with milliseconds, by the loop's
+		// cached clock.
+		ms := r.c.w.msecNow() - r.c.opened
+		return AppendSeconds(dst, time.Duration(ms)*time.Millisecond)
 	}},
 	{Name: "hostname", Get: func(dst []byte, r *Request, _ string) []byte { return append(dst, r.c.w.hostname...) }},
 	{Name: "numa_node", Get: func(dst []byte, r *Request, _ string) []byte {
@@ -239,6 +257,15 @@ func appendArgs(dst []byte, r *Request, _ string) []byte {
 // Transfer-Encoding, Connection. Nothing before the head was written.
 func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 	if !r.headerSent {
+		if name == "connection" {
+			// nginx's is always found, from r->keepalive: a request that ends
+			// without an answer (client gone, 444) logs whether the connection
+			// would have been kept.
+			if r.c.keepAlive {
+				return append(dst, "keep-alive"...)
+			}
+			return append(dst, "close"...)
+		}
 		return dst
 	}
 	h := &r.out
@@ -285,6 +312,26 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 		}
 	}
 	return dst
+}
+
+// appendSentTrailer is $sent_trailer_NAME (name lower-case, with dashes): the first
+// trailer field AddTrailer added called name.
+func (r *Request) appendSentTrailer(dst []byte, name string) []byte {
+	if len(r.trailers) == 0 {
+		return dst
+	}
+	b := r.trailers[len("0\r\n"):]
+	for {
+		end := bytes.Index(b, crlf)
+		if end <= 0 {
+			return dst
+		}
+		line := b[:end]
+		b = b[end+len(crlf):]
+		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
+			return append(dst, line[colon+2:]...)
+		}
+	}
 }
 
 // serverName is $server_name: the first name of the server that took the request.

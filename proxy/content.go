@@ -354,6 +354,11 @@ var variables = append(stateVariables, []httpcore.Variable{
 		return dst
 	}},
 	{Name: "upstream_cache_status", Get: upstreamCacheStatus},
+	// nginx's $upstream_trailer_NAME reads the trailer fields an upstream module
+	// keeps, which only grpc_pass does: its proxy module (proxy_pass, which this
+	// one follows) reads a chunked response's trailer and drops it, so the value is
+	// never found ("-" in a log, nginx 1.22 measured with an upstream's trailer).
+	{Name: "upstream_trailer_", Prefix: true, Get: func(dst []byte, _ *httpcore.Request, _ string) []byte { return dst }},
 }...)
 
 // ownVariables are the proxy's variables alone, for the templates of its defaults.
