@@ -346,6 +346,7 @@ func (c *conn) begin() {
 	r.seq = c.w.seq
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done, r.complete = BodyNone, false, false, false, false, false
+	r.clientClosed = false
 	if r.bodyBuf != nil {
 		r.bodyBuf = r.bodyBuf[:0] // a pipelined request's: the last one's body stays until the connection idles
 	}
@@ -517,6 +518,10 @@ func (c *conn) release() {
 			return // it runs on, and calls Finish when it ends
 		}
 		c.abortPending() // it may live in the request state given back below
+		if c.Request.clientClosed && c.Request.status == 0 {
+			// nginx's NGX_HTTP_CLIENT_CLOSED_REQUEST, which only its log sees.
+			c.Request.status = 499
+		}
 	}
 	c.logRequest() // before the input goes: $request lies in it
 	pool := c.conn.Loop().Pool()
@@ -629,6 +634,8 @@ func (c *conn) armSendTimeout() {
 func (c *conn) onClose(err error) {
 	if errors.Is(err, eventloop.ErrWriteTimeout) {
 		c.w.log.Info("client timed out while sending response to client", "client", c.remoteAddr().String())
+	} else if c.Request != nil && !c.done {
+		c.Request.clientClosed = true
 	}
 	c.state = csClosed
 	c.release()

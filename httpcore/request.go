@@ -62,8 +62,11 @@ type Request struct {
 	done       bool  // finished: the connection went on (or is going) to the next request
 	// complete: the response ended whole (Finish), nginx's r->request_complete
 	// ($request_completion); not for a request closed, aborted or answered 444.
-	complete     bool
-	headerSent   bool
+	complete   bool
+	headerSent bool
+	// clientClosed: the client's connection went while an answer was pending and
+	// before its head went out: logged as 499, nginx's client closed request.
+	clientClosed bool
 	limitRate    int64 // SetLimitRate's, when limitRateSet
 	limitRateSet bool
 

@@ -182,11 +182,9 @@ var sweepNginxQuirks = map[[2]string]string{
 }
 
 // sweepUnchecked are the values not compared, known divergences left for their
-// own fix: where the client went before the response, nginx logs $status 499
-// (numaproxy 000) and $tcpinfo_* of the socket it still holds (numaproxy closed
-// it: "-").
+// own fix: where the client went before the response, nginx logs $tcpinfo_* of
+// the socket it still holds (numaproxy closed it: "-").
 var sweepUnchecked = map[[2]string]bool{
-	{sweepAbortName, "status"}:      true,
 	{sweepAbortName, "tcpinfo_rtt"}: true, {sweepAbortName, "tcpinfo_rttvar"}: true,
 	{sweepAbortName, "tcpinfo_snd_cwnd"}: true, {sweepAbortName, "tcpinfo_rcv_space"}: true,
 }
