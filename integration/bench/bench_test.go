@@ -270,3 +270,15 @@ func TestParseSTime(t *testing.T) {
 		t.Error("no reuse run: no error")
 	}
 }
+
+// TestAddTurn: a paired half's CPU per request is that of its turns' sum
+// (weighted by their requests), its rate the sum's, its foreign share the worst.
+func TestAddTurn(t *testing.T) {
+	var sum runResult
+	addTurn(&sum, &runResult{Requests: 100, Seconds: 1, CPUus: 10, UserCPUus: 2, Load: cpuLoad{ForeignShare: 0.03}})
+	addTurn(&sum, &runResult{Requests: 300, Seconds: 1, CPUus: 20, UserCPUus: 4, Errors: 1, Load: cpuLoad{ForeignShare: 0.01}})
+	if sum.Requests != 400 || sum.Seconds != 2 || sum.ReqPerSec != 200 || sum.CPUus != 17.5 || sum.UserCPUus != 3.5 ||
+		sum.Errors != 1 || sum.Load.ForeignShare != 0.03 {
+		t.Fatalf("%+v", sum)
+	}
+}

@@ -366,8 +366,8 @@ func (h *harness) limitReq(p *proc, addr netip.AddrPort, res *runResult) error {
 // none matches.
 const reqLogicUA = "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
-// pairedDetail is a run's baseline, measured on the same proxy process in turn
-// with it (before it in odd repetitions, after it in even ones), so that what the
+// pairedDetail is a run's baseline, measured on the same proxy process in turns
+// with it (paired, pairedTurns), so that what the
 // shape adds is told apart from what the machine's state adds to both: reqlogic's
 // is the request the upstream sees after the rewrite (/rl/items/42?id=42, the same
 // User-Agent) through location /, without the map, set, if and rewrite; the log
@@ -382,8 +382,8 @@ type pairedDetail struct {
 
 // reqLogic is keepAlive through /logic/: a map with regex keys on the User-Agent
 // ($is_bot), set, two ifs that do not fire and a rewrite with captures that does
-// (break, proxied as /rl/...). Its baseline (pairedDetail) runs before it in odd
-// repetitions and after it in even ones. One request first checks that the
+// (break, proxied as /rl/...). Its baseline (pairedDetail) runs in turns with
+// it. One request first checks that the
 // rewrite reached the upstream and that the map and if answer a crawler with 403.
 func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
 	url := "http://" + addr.String()
@@ -402,25 +402,37 @@ func (h *harness) reqLogic(p *proc, addr netip.AddrPort, res *runResult) error {
 	return h.paired(p, addr, res, "/logic/items/42", "/rl/items/42?id=42", reqLogicUA)
 }
 
-// paired measures path with wrk -c50 and, in turn with it on the same process,
-// its baseline basePath (pairedDetail).
+// pairedTurns is how many times a paired run switches between the measured path
+// and its baseline: CPU speed on a shared VM drifts over seconds, by more than a
+// microsecond per request, and short alternating turns put the same drift in
+// both halves instead of in one.
+const pairedTurns = 4
+
+// paired measures path with wrk -c50 and, in turns with it on the same process,
+// its baseline basePath (pairedDetail): pairedTurns turns of each, alternating,
+// the baseline first in odd repetitions; each half's figures are summed over its
+// turns.
 func (h *harness) paired(p *proc, addr netip.AddrPort, res *runResult, path, basePath string, headers ...string) error {
 	var base runResult
-	baseline := func() error {
-		_, err := h.wrkShape(p, addr, &base, basePath, 50, headers...)
-		return err
-	}
-	if res.Rep%2 == 1 {
-		if err := baseline(); err != nil {
-			return fmt.Errorf("baseline: %w", err)
+	base.Rep = res.Rep
+	saved := h.opt
+	defer func() { h.opt = saved }()
+	h.opt.duration = max(saved.duration/pairedTurns, time.Second)
+	for turn := range 2 * pairedTurns {
+		measured, url := res, path
+		if (turn+res.Rep)%2 == 1 {
+			measured, url = &base, basePath
 		}
-	}
-	if _, err := h.wrkShape(p, addr, res, path, 50, headers...); err != nil {
-		return err
-	}
-	if res.Rep%2 == 0 {
-		if err := baseline(); err != nil {
-			return fmt.Errorf("baseline: %w", err)
+		var one runResult
+		if _, err := h.wrkShape(p, addr, &one, url, 50, headers...); err != nil {
+			if measured == &base {
+				return fmt.Errorf("baseline: %w", err)
+			}
+			return err
+		}
+		addTurn(measured, &one)
+		if turn == 1 {
+			h.opt.warmup = 0 // both paths are warm now
 		}
 	}
 	// Foreign load during either half repeats the run.
@@ -432,6 +444,28 @@ func (h *harness) paired(p *proc, addr netip.AddrPort, res *runResult, path, bas
 	}
 	res.Detail = d
 	return nil
+}
+
+// addTurn adds one turn's run to the sum in dst: requests, seconds and errors
+// add up, CPU per request and request rate are of the sum, CPU 0's foreign share
+// is the largest of a turn's, and RSS the last turn's.
+func addTurn(dst, one *runResult) {
+	n := dst.Requests + one.Requests
+	if n > 0 {
+		dst.CPUus = (dst.CPUus*float64(dst.Requests) + one.CPUus*float64(one.Requests)) / float64(n)
+		dst.UserCPUus = (dst.UserCPUus*float64(dst.Requests) + one.UserCPUus*float64(one.Requests)) / float64(n)
+	}
+	dst.Requests, dst.Seconds = n, dst.Seconds+one.Seconds
+	if dst.Seconds > 0 {
+		dst.ReqPerSec = float64(n) / dst.Seconds
+	}
+	dst.Errors += one.Errors
+	if dst.ErrorKind == "" {
+		dst.ErrorKind = one.ErrorKind
+	}
+	foreign := max(dst.Load.ForeignShare, one.Load.ForeignShare)
+	dst.Load, dst.Load.ForeignShare = one.Load, foreign
+	dst.RSSBytes = one.RSSBytes
 }
 
 // logShape is keepAlive (through location /, logged) paired with location
