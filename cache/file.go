@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -236,14 +235,7 @@ func (e *ErrShort) Error() string { return "cache file head larger than the buff
 // It allocates nothing.
 func (z *Zone) Open(k Key, text, path, buf []byte) (Entry, []byte, error) {
 	path = append(z.Path(path[:0], k), 0)
-	// Raw when the path is all in the dentry cache, else the call the
-	// scheduler sees (eventloop.OpenCached).
-	fd, errno, ok := eventloop.OpenCached(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if !ok {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&path[0])),
-			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
-		fd, errno = int(r), e
-	}
+	fd, errno := eventloop.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if errno != 0 {
 		return Entry{}, path, errno
 	}
@@ -288,9 +280,6 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 	}
 	return Entry{Fd: fd, Head: buf[h.size+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
 }
-
-// atFDCWD is AT_FDCWD as the system call takes it.
-var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
 
 // Revalidate makes the entry of k fresh until validSec again (an upstream's 304 to
 // a conditional request): the file's header is rewritten in place.

@@ -152,3 +152,17 @@ func OpenCached(dirfd int, name []byte, flags int, resolve uint64) (fd int, e sy
 	}
 	return -1, e, true
 }
+
+// Openat is openat(2) for a loop: OpenCached first, else the openat the
+// scheduler sees. name is NUL-terminated; it allocates nothing (the unix
+// package's wrapper copies the name into a string).
+func Openat(dirfd int, name []byte, flags int) (int, syscall.Errno) {
+	if fd, e, ok := OpenCached(dirfd, name, flags, 0); ok {
+		return fd, e
+	}
+	fd, _, e := syscall.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])), uintptr(flags), 0, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), 0
+}

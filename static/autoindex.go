@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numaproxy/numaproxy/errorlog"
+	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // DirEntry is one line of a listing.
@@ -327,7 +328,7 @@ type dirReader struct {
 // broken link is lstat()ed, one that cannot be read (EACCES) is skipped. The
 // getdents64 and fstatat calls, one per entry, run on the loop.
 func (d *dirReader) read(path []byte) ([]DirEntry, syscall.Errno, string) {
-	fd, e := openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	fd, e := eventloop.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if e != 0 {
 		return nil, e, "opendir()"
 	}
@@ -428,7 +429,7 @@ func (h *Handler) autoindex(req *Request, lc *LocConf, r *Response, m method) {
 			r.Log = LogEntry{Level: level, Kind: LogFailed, Op: op, Path: r.appendBuf(path), Errno: e}
 			return
 		}
-	} else if fd, e := openat(unix.AT_FDCWD, h.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC); e != 0 {
+	} else if fd, e := eventloop.Openat(unix.AT_FDCWD, h.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC); e != 0 {
 		// A HEAD gets the same status as a GET without the listing being read.
 		switch e {
 		case unix.ENOENT, unix.ENOTDIR, unix.ENAMETOOLONG:

@@ -20,7 +20,7 @@ import (
 type FileInfo struct {
 	OK       bool          // found; false with Errno 0 is an internal failure
 	Errno    syscall.Errno // why not found
-	Op       string        // the call that failed, for the error log: "open()", "openat()", "stat()"
+	Op       string        // the call that failed, for the error log: "open()", "eventloop.Openat()", "stat()"
 	IsDir    bool
 	IsFile   bool // a regular file
 	Size     int64
@@ -203,7 +203,7 @@ func (l *lookup) fill(st *unix.Stat_t) {
 // on the way is ENOTDIR there, the last component ELOOP).
 func (l *lookup) open(mode int) int {
 	if l.opts.Symlinks == SymlinksOff {
-		fd, e := openat(unix.AT_FDCWD, l.name, mode)
+		fd, e := eventloop.Openat(unix.AT_FDCWD, l.name, mode)
 		if e != 0 {
 			l.info.Errno, l.info.Op = e, "open()"
 		}
@@ -212,7 +212,7 @@ func (l *lookup) open(mode int) int {
 	at, rest := unix.AT_FDCWD, 0 // rest: where the checked part of the name starts
 	if from := l.opts.From; from > 0 && from < len(l.name)-1 {
 		l.name[from] = 0
-		fd, e := openat(unix.AT_FDCWD, l.name, flagSearch)
+		fd, e := eventloop.Openat(unix.AT_FDCWD, l.name, flagSearch)
 		l.name[from] = '/'
 		if e != 0 {
 			l.info.Errno, l.info.Op = e, "open()"
@@ -231,7 +231,7 @@ func (l *lookup) open(mode int) int {
 			noOpenat2.Store(true)
 		case unix.ELOOP:
 		default:
-			l.info.Errno, l.info.Op = e, "openat()"
+			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
 			return -1
 		}
 	}
@@ -248,9 +248,9 @@ func (l *lookup) walk(at, p, mode int) int {
 	name := l.name[:len(l.name)-1] // without the NUL
 	cur, own := at, false
 	if cur == unix.AT_FDCWD && p < len(name) && name[p] == '/' {
-		fd, e := openat(unix.AT_FDCWD, rootName, flagSearch)
+		fd, e := eventloop.Openat(unix.AT_FDCWD, rootName, flagSearch)
 		if e != 0 {
-			l.info.Errno, l.info.Op = e, "openat()"
+			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
 			return -1
 		}
 		cur, own, p = fd, true, p+1
@@ -272,7 +272,7 @@ func (l *lookup) walk(at, p, mode int) int {
 			unix.Close(cur)
 		}
 		if e != 0 {
-			l.info.Errno, l.info.Op = e, "openat()"
+			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
 			return -1
 		}
 		cur, own, p = fd, true, end+1
@@ -281,7 +281,7 @@ func (l *lookup) walk(at, p, mode int) int {
 	var e syscall.Errno
 	if p == len(name) {
 		// A trailing slash: the last component must be a folder; reopen it.
-		fd, e = openat(cur, dotName, mode)
+		fd, e = eventloop.Openat(cur, dotName, mode)
 	} else {
 		fd, e = l.openComponent(cur, l.name[p:], mode)
 	}
@@ -289,7 +289,7 @@ func (l *lookup) walk(at, p, mode int) int {
 		unix.Close(cur)
 	}
 	if e != 0 {
-		l.info.Errno, l.info.Op = e, "openat()"
+		l.info.Errno, l.info.Op = e, "eventloop.Openat()"
 		return -1
 	}
 	return fd
@@ -303,9 +303,9 @@ var rootName, dotName = []byte("/\x00"), []byte(".\x00")
 // not a link, since it may have been one when it was opened).
 func (l *lookup) openComponent(at int, comp []byte, mode int) (int, syscall.Errno) {
 	if l.opts.Symlinks != SymlinksIfNotOwner {
-		return openat(at, comp, mode|unix.O_NOFOLLOW)
+		return eventloop.Openat(at, comp, mode|unix.O_NOFOLLOW)
 	}
-	fd, e := openat(at, comp, mode)
+	fd, e := eventloop.Openat(at, comp, mode)
 	if e != 0 {
 		return -1, e
 	}
@@ -341,17 +341,6 @@ func indexByte(b []byte, c byte) int {
 // stays visible (no stat has RESOLVE_CACHED), and so do fstat (a network or FUSE
 // file system may ask its server) and close (a FUSE flush waits for the daemon;
 // the last close of an unlinked file frees its blocks).
-
-func openat(dirfd int, name []byte, flags int) (int, syscall.Errno) {
-	if fd, e, ok := eventloop.OpenCached(dirfd, name, flags, 0); ok {
-		return fd, e
-	}
-	fd, _, e := syscall.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])), uintptr(flags), 0, 0, 0)
-	if e != 0 {
-		return -1, e
-	}
-	return int(fd), 0
-}
 
 func openat2(dirfd int, name []byte, how *unix.OpenHow) (int, syscall.Errno) {
 	if fd, e, ok := eventloop.OpenCached(dirfd, name, int(how.Flags), how.Resolve); ok {
