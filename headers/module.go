@@ -59,27 +59,25 @@ type AddHeader struct {
 
 func setAddHeader(c *conf.Cursor, s *conf.Stmt) error {
 	lc := c.HTTPConf().(*LocConf)
-	if !lc.set {
-		lc.AddHeaders, lc.set = nil, true
-	}
-	h, err := parseField(c, s)
-	if err != nil {
-		return err
-	}
-	lc.AddHeaders = append(lc.AddHeaders, h)
-	return nil
+	return appendField(c, s, &lc.AddHeaders, &lc.set)
 }
 
 func setAddTrailer(c *conf.Cursor, s *conf.Stmt) error {
 	lc := c.HTTPConf().(*LocConf)
-	if !lc.trailersSet {
-		lc.AddTrailers, lc.trailersSet = nil, true
+	return appendField(c, s, &lc.AddTrailers, &lc.trailersSet)
+}
+
+// appendField adds the field of s to a level's list; the first of the level
+// replaces the inherited ones (set: the level has its own).
+func appendField(c *conf.Cursor, s *conf.Stmt, list *[]AddHeader, set *bool) error {
+	if !*set {
+		*list, *set = nil, true
 	}
 	h, err := parseField(c, s)
 	if err != nil {
 		return err
 	}
-	lc.AddTrailers = append(lc.AddTrailers, h)
+	*list = append(*list, h)
 	return nil
 }
 

@@ -295,16 +295,8 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 		return append(dst, "close"...)
 	}
 	// The fields an earlier answer passed on (Carry) go out first.
-	for b := r.carried; len(b) > 0; {
-		line := b
-		if end := bytes.Index(b, crlf); end >= 0 {
-			line, b = b[:end], b[end+len(crlf):]
-		} else {
-			b = nil
-		}
-		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
-			return append(dst, bytes.TrimLeft(line[colon+1:], " ")...)
-		}
+	if v, ok := fieldInLines(r.carried, name); ok {
+		return append(dst, v...)
 	}
 	for i := range h.fields {
 		if f := &h.fields[i]; !f.deleted && equalFoldDash(f.name, name) {
@@ -320,18 +312,25 @@ func (r *Request) appendSentTrailer(dst []byte, name string) []byte {
 	if len(r.trailers) == 0 {
 		return dst
 	}
-	b := r.trailers[len("0\r\n"):]
-	for {
-		end := bytes.Index(b, crlf)
-		if end <= 0 {
-			return dst
+	v, _ := fieldInLines(r.trailers[len("0\r\n"):], name)
+	return append(dst, v...)
+}
+
+// fieldInLines finds the value of the first field called name (lower-case, with
+// dashes) in "Name: value\r\n" lines, as Carry and AddTrailer write them.
+func fieldInLines(b []byte, name string) ([]byte, bool) {
+	for len(b) > 0 {
+		line := b
+		if end := bytes.Index(b, crlf); end >= 0 {
+			line, b = b[:end], b[end+len(crlf):]
+		} else {
+			b = nil
 		}
-		line := b[:end]
-		b = b[end+len(crlf):]
 		if colon := bytes.IndexByte(line, ':'); colon >= 0 && equalFoldDash(line[:colon], name) {
-			return append(dst, line[colon+2:]...)
+			return bytes.TrimLeft(line[colon+1:], " "), true
 		}
 	}
+	return nil, false
 }
 
 // serverName is $server_name: the first name of the server that took the request.
