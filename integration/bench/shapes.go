@@ -414,7 +414,6 @@ const pairedTurns = 4
 // turns.
 func (h *harness) paired(p *proc, addr netip.AddrPort, res *runResult, path, basePath string, headers ...string) error {
 	var base runResult
-	base.Rep = res.Rep
 	saved := h.opt
 	defer func() { h.opt = saved }()
 	h.opt.duration = max(saved.duration/pairedTurns, time.Second)
