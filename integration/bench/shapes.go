@@ -123,6 +123,7 @@ var shapeDefs = []shapeDef{
 	{Name: "syscalls-keepalive", Title: "system calls per request, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/")},
 	{Name: "syscalls-close", Title: "system calls per request, new connection per request (perf trace -s during wrk -t1 -c16 -H 'Connection: close'; not in the default set)", measure: syscallShape("/", "Connection: close")},
 	{Name: "syscalls-static", Title: "system calls per request, static-small's 100-byte file, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/static/small.html"), files: true},
+	{Name: "syscalls-static-large", Title: "system calls per request, static-large's 1 MiB file, keep-alive (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/static/1m.bin"), files: true},
 	{Name: "syscalls-log", Title: "system calls per request, keep-alive with access_log combined to a file (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/"), accessLog: "access.log combined"},
 	{Name: "syscalls-logbuf", Title: "system calls per request, keep-alive with access_log combined buffer=64k (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShape("/"), accessLog: "access.log combined buffer=64k"},
 	{Name: "syscalls-tls-keepalive", Title: "system calls per request, keep-alive over TLS, ECDSA (perf trace -s during wrk -t1 -c16; not in the default set)", measure: syscallShapeOn(true, "/"), tls: true},
