@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io/fs"
 	"log/slog"
@@ -334,5 +335,34 @@ func TestVersion1FileRead(t *testing.T) {
 	}
 	if st := z2.Acquire(k, time.Now().UnixNano()); !st.Exists {
 		t.Fatal("the loader did not index a version 1 file")
+	}
+}
+
+// TestEntrySize: an entry larger than the buffer carries the size Open's fstat
+// found (the connection sends its body without an fstat of its own); one read
+// whole with its head carries none (its body goes out from the buffer).
+func TestEntrySize(t *testing.T) {
+	z := testZone(t, Config{})
+	large := string(bytes.Repeat([]byte("0123456789abcdef"), 1024)) // 16 KiB
+	kl, ks := store(t, z, "large", large), store(t, z, "small", "small body")
+	e, _, err := z.Open(kl, []byte("large"), nil, make([]byte, 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(e.Fd)
+	fi, err := os.Stat(string(z.Path(nil, kl)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Size != fi.Size() || e.Size != e.BodyStart+e.BodyLen {
+		t.Fatalf("large entry: Size %d, file %d, BodyStart+BodyLen %d", e.Size, fi.Size(), e.BodyStart+e.BodyLen)
+	}
+	e, _, err = z.Open(ks, []byte("small"), nil, make([]byte, 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(e.Fd)
+	if e.Size != 0 || e.Read < e.BodyStart+e.BodyLen {
+		t.Fatalf("small entry: Size %d, Read %d of %d", e.Size, e.Read, e.BodyStart+e.BodyLen)
 	}
 }

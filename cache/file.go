@@ -222,6 +222,10 @@ type Entry struct {
 	Read     int64
 	ValidSec int64
 	Date     int64
+	// Size is the file's size as Open's fstat found it, a regular file; 0 when
+	// the head's read showed the file whole without one (its body is in the
+	// buffer).
+	Size int64
 }
 
 // ErrShort is Open's answer when buf cannot hold the entry's head: Needed says how
@@ -267,18 +271,18 @@ func readEntry(fd int, text, buf []byte) (Entry, error) {
 	}
 	// The file must be whole (not cut short by a crash, a full disk or another
 	// process): a read shorter than buf ended at its end, else fstat tells.
-	size := int64(n)
+	size, statSize := int64(n), int64(0)
 	if n == len(buf) {
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		if e := eventloop.Fstat(fd, &st); e != 0 || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			return Entry{}, errFormat
 		}
-		size = st.Size
+		size, statSize = st.Size, st.Size
 	}
 	if size != h.BodyStart+h.BodyLen {
 		return Entry{}, errFormat
 	}
-	return Entry{Fd: fd, Head: buf[h.size+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date}, nil
+	return Entry{Fd: fd, Head: buf[h.size+h.KeyLen+1 : h.BodyStart], BodyStart: h.BodyStart, BodyLen: h.BodyLen, Read: int64(n), ValidSec: h.ValidSec, Date: h.Date, Size: statSize}, nil
 }
 
 // Revalidate makes the entry of k fresh until validSec again (an upstream's 304 to

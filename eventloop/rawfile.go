@@ -166,3 +166,63 @@ func Openat(dirfd int, name []byte, flags int) (int, syscall.Errno) {
 	}
 	return int(fd), 0
 }
+
+// noStatx is set when statx is refused (before Linux 4.11, or a seccomp
+// filter): Fstat then goes straight to fstat.
+var noStatx atomic.Bool
+
+// statxMask is what Fstat asks statx for: fstat's fields.
+const statxMask = unix.STATX_BASIC_STATS
+
+// emptyPath is the name statx takes with AT_EMPTY_PATH: fd itself.
+var emptyPath = [1]byte{0}
+
+// Fstat is fstat(2) for a loop: statx(fd, "", AT_EMPTY_PATH|AT_STATX_DONT_SYNC)
+// raw, else fstat through the scheduler. An open file's inode is in memory, and
+// local file systems fill the attributes from it; DONT_SYNC makes those that
+// would ask a server answer from their cached attributes instead (NFS checks it
+// before it flushes dirty pages or revalidates, fs/nfs/inode.c nfs_getattr;
+// FUSE does not send GETATTR, fs/fuse/dir.c fuse_update_get_attr), so it does
+// not wait for a device or a daemon. What it fills is fstat's answer, less
+// what statx does not report here (a zero field). It allocates nothing.
+func Fstat(fd int, st *unix.Stat_t) syscall.Errno {
+	if !noStatx.Load() {
+		var sx unix.Statx_t
+		_, _, e := unix.RawSyscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])),
+			unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, statxMask, uintptr(unsafe.Pointer(&sx)), 0)
+		switch e {
+		case 0:
+			statToStat(&sx, st)
+			return 0
+		case unix.ENOSYS, unix.EINVAL, unix.EPERM:
+			// No statx, or a seccomp filter that refuses it (EPERM is no answer
+			// of statx on a descriptor: it needs no permission on the file).
+			noStatx.Store(true)
+		default:
+			return e // EBADF, ENOMEM, EIO...: fstat would say the same
+		}
+	}
+	_, _, e := syscall.Syscall(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0)
+	return e
+}
+
+// statToStat copies statx's answer into fstat's form.
+func statToStat(sx *unix.Statx_t, st *unix.Stat_t) {
+	*st = unix.Stat_t{
+		Dev:    unix.Mkdev(sx.Dev_major, sx.Dev_minor),
+		Ino:    sx.Ino,
+		Mode:   uint32(sx.Mode),
+		Uid:    sx.Uid,
+		Gid:    sx.Gid,
+		Rdev:   unix.Mkdev(sx.Rdev_major, sx.Rdev_minor),
+		Size:   int64(sx.Size),
+		Blocks: int64(sx.Blocks),
+		Atim:   unix.Timespec{Sec: sx.Atime.Sec, Nsec: int64(sx.Atime.Nsec)},
+		Mtim:   unix.Timespec{Sec: sx.Mtime.Sec, Nsec: int64(sx.Mtime.Nsec)},
+		Ctim:   unix.Timespec{Sec: sx.Ctime.Sec, Nsec: int64(sx.Ctime.Nsec)},
+	}
+	setInt(&st.Nlink, sx.Nlink) // their types differ between architectures
+	setInt(&st.Blksize, sx.Blksize)
+}
+
+func setInt[T, U ~int32 | ~int64 | ~uint32 | ~uint64](dst *T, v U) { *dst = T(v) }

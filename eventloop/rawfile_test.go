@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numaproxy/numaproxy/internal/coldfs"
 )
 
 // evict writes fd's dirty pages back and drops [off, off+n) from the page cache
@@ -236,4 +239,74 @@ func TestResidentNotPermitted(t *testing.T) {
 	if noCachestat.Load() || !resident(fd, 0, 8192) {
 		t.Fatal("one file's EPERM turned cachestat off for every file")
 	}
+}
+
+// TestFstat: Fstat (raw statx) answers as fstat does for a regular file, after
+// the file changed under the descriptor (truncated, written), for a directory,
+// for a file of a file system just mounted again (its inode read from the
+// device by the open), and through its fallback; a closed descriptor is EBADF;
+// it allocates nothing.
+func TestFstat(t *testing.T) {
+	path, _ := patternFile(t, 10000, 31)
+	fd := openFd(t, path)
+	defer unix.Close(fd)
+	same := func(what string, fd int) {
+		t.Helper()
+		var got, want unix.Stat_t
+		if e := Fstat(fd, &got); e != 0 {
+			t.Fatalf("%s: Fstat: %v", what, e)
+		}
+		if err := unix.Fstat(fd, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: Fstat\n%+v\nfstat\n%+v", what, got, want)
+		}
+	}
+	for _, fallback := range []bool{false, true} {
+		noStatx.Store(fallback)
+		same("regular file", fd)
+		if err := os.Truncate(path, 3000); err != nil {
+			t.Fatal(err)
+		}
+		same("truncated after open", fd)
+		var st unix.Stat_t
+		if Fstat(fd, &st); st.Size != 3000 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			t.Fatalf("truncated file: size %d mode %#o", st.Size, st.Mode)
+		}
+		if err := os.WriteFile(path, make([]byte, 20000), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		same("rewritten", fd)
+		dfd, err := unix.Open(t.TempDir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("directory", dfd)
+		if Fstat(dfd, &st); st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			t.Fatalf("directory: mode %#o", st.Mode)
+		}
+		unix.Close(dfd)
+		if e := Fstat(1<<20, &st); e != unix.EBADF {
+			t.Fatalf("closed fd: %v, want EBADF", e)
+		}
+	}
+	noStatx.Store(false)
+	var st unix.Stat_t
+	if a := testing.AllocsPerRun(100, func() { Fstat(fd, &st) }); a != 0 {
+		t.Fatalf("Fstat allocates %v times", a)
+	}
+	if noStatx.Load() {
+		t.Fatal("statx refused here: the raw call was not tested")
+	}
+
+	fs := coldfs.New(t)
+	cold := filepath.Join(fs.Dir, "cold")
+	if err := os.WriteFile(cold, make([]byte, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs.Remount(t)
+	cfd := openFd(t, cold)
+	same("cold file", cfd)
+	unix.Close(cfd)
 }

@@ -121,14 +121,19 @@ func (s *FileSegment) truncated(call string) error {
 // checkFile accepts [off, off+n) of a regular file that holds it now.
 func checkFile(fd int, off, n int64) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("write file: fstat fd %d: %w", fd, err)
+	if e := Fstat(fd, &st); e != 0 {
+		return fmt.Errorf("write file: fstat fd %d: %w", fd, e)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("write file: fd %d is not a regular file (mode %#o)", fd, st.Mode)
 	}
-	if off < 0 || n < 0 || n > st.Size-off || n > math.MaxInt {
-		return fmt.Errorf("write file: range %d+%d outside the file's %d bytes", off, n, st.Size)
+	return checkRange(off, n, st.Size)
+}
+
+// checkRange accepts [off, off+n) of a file of size bytes.
+func checkRange(off, n, size int64) error {
+	if off < 0 || n < 0 || n > size-off || n > math.MaxInt {
+		return fmt.Errorf("write file: range %d+%d outside the file's %d bytes", off, n, size)
 	}
 	return nil
 }
@@ -221,10 +226,27 @@ const smallFileRead = 8 << 10
 // are WriteFile's; a range refused leaves the connection as it was (bufs not
 // sent either).
 func (c *conn) WritevFile(bufs [][]byte, fd int, off, n int64) error {
+	return c.WritevFileSized(bufs, fd, off, n, -1)
+}
+
+// WritevFileSized is WritevFile for a caller that has just fstat'ed fd (Fstat)
+// and found a regular file of size bytes, as the static module's and the
+// cache's opens do: the range is checked against size, without checkFile's
+// fstat again (nginx's one fstat per file). A file that shrinks after the
+// caller's fstat ends the connection as one that shrinks while queued does
+// (ErrFileTruncated: sendfile or pread finds the end early). size < 0 is
+// WritevFile.
+func (c *conn) WritevFileSized(bufs [][]byte, fd int, off, n, size int64) error {
 	if err := c.writable(); err != nil {
 		return err
 	}
-	if err := checkFile(fd, off, n); err != nil {
+	var err error
+	if size < 0 {
+		err = checkFile(fd, off, n)
+	} else {
+		err = checkRange(off, n, size)
+	}
+	if err != nil {
 		return err
 	}
 	total, nbufs := 0, 0

@@ -909,3 +909,55 @@ func TestWritevFileErrors(t *testing.T) {
 		t.Fatalf("echo %q: the head of a refused range went out", got)
 	}
 }
+
+// TestWritevFileSized: with the size of the caller's fstat the connection
+// checks the range against that size, not the file (a range beyond it is
+// refused though the file holds it: no fstat of its own), and a file truncated
+// after the caller's fstat ends the connection after the head and what the
+// file still had, with ErrFileTruncated, as one truncated while queued does
+// (before, checkFile's fstat refused it and nothing was sent).
+func TestWritevFileSized(t *testing.T) {
+	const size, cut = 256 << 10, 100 << 10
+	for _, mode := range sendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			path, data := patternFile(t, size, 32)
+			closed := make(chan error, 1)
+			h := &funcHandler{
+				data: func(c Conn, _ []byte) {
+					c.SetSendfile(mode.sendfile, 0)
+					fd := openFd(t, path)
+					defer unix.Close(fd)
+					var st unix.Stat_t
+					if e := Fstat(fd, &st); e != 0 {
+						t.Error(e)
+					}
+					cc := c.(*conn)
+					if err := cc.WritevFileSized([][]byte{[]byte("head")}, fd, 0, 1000, 999); err == nil {
+						t.Error("a range beyond the caller's size accepted")
+					}
+					if err := os.Truncate(path, cut); err != nil {
+						t.Error(err)
+					}
+					err := cc.WritevFileSized([][]byte{[]byte("head")}, fd, 0, st.Size, st.Size)
+					if err != nil && !errors.Is(err, ErrFileTruncated) {
+						t.Errorf("WritevFileSized: %v", err)
+					}
+				},
+				close: func(c Conn, err error) { closed <- err },
+			}
+			_, addr := startLoop(t, Config{Handler: h})
+			r := dial(t, addr)
+			if _, err := r.Write([]byte("go")); err != nil {
+				t.Fatal(err)
+			}
+			_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
+			got, _ := io.ReadAll(r)
+			if err := recv(t, closed); !errors.Is(err, ErrFileTruncated) {
+				t.Fatalf("closed with %v, want ErrFileTruncated", err)
+			}
+			if want := append([]byte("head"), data[:cut]...); !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want the %d before the cut; first difference at %d", len(got), len(want), firstDiff(got, want))
+			}
+		})
+	}
+}

@@ -392,8 +392,15 @@ func (r *Request) SendBody(p []byte, last bool) {
 // SendFile passes n bytes of the regular file fd from off through the body filters
 // (fd need stay open only during the call); last marks the end of the body.
 func (r *Request) SendFile(fd int, off, n int64, last bool) {
+	r.SendFileSized(fd, off, n, 0, last)
+}
+
+// SendFileSized is SendFile for a caller that has just fstat'ed fd and found a
+// regular file of size bytes (the static module, the cache): the connection
+// then checks the range against size instead of calling fstat again.
+func (r *Request) SendFileSized(fd int, off, n, size int64, last bool) {
 	o := &r.o
-	*o = Out{FileFd: fd, FileOff: off, FileN: n, Last: last}
+	*o = Out{FileFd: fd, FileOff: off, FileN: n, FileSize: size, Last: last}
 	r.snap.topBody(r, o)
 }
 
@@ -433,11 +440,15 @@ func (r *Request) writeBody(o *Out) {
 				iov = append(iov, http1.AppendChunkHeader(r.chunkHdr[:0], int(o.FileN)))
 			}
 			var err error
-			if fw, ok := c.conn.(fileWriter); ok && len(iov) > 0 {
+			if fw, ok := c.conn.(fileWriter); ok && (len(iov) > 0 || o.FileSize > 0) {
 				for _, p := range iov {
 					r.wireSent += int64(len(p))
 				}
-				err = fw.WritevFile(iov, o.FileFd, o.FileOff, o.FileN)
+				size := o.FileSize
+				if size <= 0 {
+					size = -1 // not known: the connection's fstat
+				}
+				err = fw.WritevFileSized(iov, o.FileFd, o.FileOff, o.FileN, size)
 				clear(iov)
 			} else {
 				r.write(iov, true)
@@ -517,9 +528,11 @@ func (r *Request) AddTrailer(name []byte, t *Template) {
 
 // fileWriter is a connection that sends bytes and then a file with the file's
 // first bytes in the same system call as the bytes (eventloop's connections), so
-// that a response head does not go out on its own before the file.
+// that a response head does not go out on its own before the file; and that
+// takes the file's size from a caller that has just fstat'ed it (size >= 0)
+// instead of calling fstat again.
 type fileWriter interface {
-	WritevFile(bufs [][]byte, fd int, off, n int64) error
+	WritevFileSized(bufs [][]byte, fd int, off, n, size int64) error
 }
 
 // bodyAllSent reports that the response's body (of a known length, or none) is

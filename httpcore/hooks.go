@@ -72,7 +72,11 @@ type Out struct {
 	// A file segment after Data: FileN bytes of file descriptor FileFd from FileOff.
 	FileFd         int
 	FileOff, FileN int64
-	Last, Flush    bool
+	// FileSize, when positive, is FileFd's size as its sender's fstat found it
+	// just before, a regular file (SendFileSized): the connection checks the
+	// range against it rather than with an fstat of its own.
+	FileSize    int64
+	Last, Flush bool
 }
 
 // Hooks is what an HTTP module gives the core besides its directives and configs,

@@ -335,7 +335,7 @@ func (ex *exchange) serveCached(status cacheStatus) bool {
 		r.SendBody(ex.rbuf[off:off+n], true) // read with the head already
 	case n > 0:
 		static.UseSendfile(r)
-		r.SendFile(e.Fd, off, n, true)
+		r.SendFileSized(e.Fd, off, n, e.Size, true) // Size from Open's fstat: none again
 	default:
 		r.SendBody(nil, true)
 	}

@@ -172,13 +172,14 @@ func (c *Conn) CloseWrite() { c.raw.CloseWrite() }
 // WriteFile implements eventloop.Conn.
 func (c *Conn) WriteFile(fd int, off, n int64) error { return c.raw.WriteFile(fd, off, n) }
 
-// WritevFile is the raw connection's WritevFile (bytes and a file's first bytes
-// in one writev) when it has one, else Writev then WriteFile.
-func (c *Conn) WritevFile(bufs [][]byte, fd int, off, n int64) error {
+// WritevFileSized is the raw connection's WritevFileSized (bytes and a file's
+// first bytes in one writev, the file's size from the caller's fstat) when it
+// has one, else Writev then WriteFile.
+func (c *Conn) WritevFileSized(bufs [][]byte, fd int, off, n, size int64) error {
 	if fw, ok := c.raw.(interface {
-		WritevFile(bufs [][]byte, fd int, off, n int64) error
+		WritevFileSized(bufs [][]byte, fd int, off, n, size int64) error
 	}); ok {
-		return fw.WritevFile(bufs, fd, off, n)
+		return fw.WritevFileSized(bufs, fd, off, n, size)
 	}
 	if _, err := c.raw.Writev(bufs); err != nil {
 		return err

@@ -526,6 +526,10 @@ func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Respon
 			if !st.sendRead(r, resp.File.Fd, p, last) {
 				return // the connection is gone
 			}
+		case resp.File.IsFile:
+			// The size the lookup's fstat found: the connection does not fstat
+			// it again.
+			r.SendFileSized(resp.File.Fd, p.Off, p.Len, resp.File.Size, last)
 		default:
 			r.SendFile(resp.File.Fd, p.Off, p.Len, last)
 		}

@@ -139,7 +139,7 @@ func (l *lookup) run() bool {
 		l.fd = -1
 		return false
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if e := eventloop.Fstat(fd, &st); e != 0 {
 		unix.Close(fd)
 		l.fd, l.info.Errno, l.info.Op = -1, 0, "fstat()"
 		return false
@@ -176,8 +176,8 @@ func (l *lookup) stat(st *unix.Stat_t) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	if err := unix.Fstat(fd, st); err != nil {
-		l.info.Errno, l.info.Op = err.(syscall.Errno), "fstat()"
+	if e := eventloop.Fstat(fd, st); e != 0 {
+		l.info.Errno, l.info.Op = e, "fstat()"
 		return false
 	}
 	return true
@@ -314,9 +314,9 @@ func (l *lookup) openComponent(at int, comp []byte, mode int) (int, syscall.Errn
 		unix.Close(fd)
 		return -1, e
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if e := eventloop.Fstat(fd, &st); e != 0 {
 		unix.Close(fd)
-		return -1, err.(syscall.Errno)
+		return -1, e
 	}
 	if st.Uid != lst.Uid {
 		unix.Close(fd)
@@ -337,10 +337,11 @@ func indexByte(b []byte, c byte) int {
 // The system calls take NUL-terminated names from the caller's buffers, so a lookup
 // does not copy the name into a new string as the unix package's wrappers do.
 // An open tries the raw openat2(RESOLVE_CACHED) first, which cannot wait for a
-// device (eventloop.OpenCached), then the call the scheduler sees. stat by name
-// stays visible (no stat has RESOLVE_CACHED), and so do fstat (a network or FUSE
-// file system may ask its server) and close (a FUSE flush waits for the daemon;
-// the last close of an unlinked file frees its blocks).
+// device (eventloop.OpenCached), then the call the scheduler sees; fstat is
+// eventloop.Fstat (raw statx with AT_STATX_DONT_SYNC: cached attributes, no
+// question to a server). stat by name stays visible (no stat has
+// RESOLVE_CACHED), and so does close (a FUSE flush waits for the daemon; the
+// last close of an unlinked file frees its blocks).
 
 func openat2(dirfd int, name []byte, how *unix.OpenHow) (int, syscall.Errno) {
 	if fd, e, ok := eventloop.OpenCached(dirfd, name, int(how.Flags), how.Resolve); ok {
