@@ -340,8 +340,13 @@ func indexByte(b []byte, c byte) int {
 // device (eventloop.OpenCached), then the call the scheduler sees; fstat is
 // eventloop.Fstat (raw statx with AT_STATX_DONT_SYNC: cached attributes, no
 // question to a server). stat by name stays visible (no stat has
-// RESOLVE_CACHED), and so does close (a FUSE flush waits for the daemon; the
-// last close of an unlinked file frees its blocks).
+// RESOLVE_CACHED), and so does close, even of a file opened read-only: it is
+// the last close of the open file, which runs the file system's flush and
+// release. FUSE sends FLUSH and waits for its daemon, NFSv4 sends CLOSE and
+// waits for the server (nfs_file_release), ext4 and XFS start the writeback of
+// a file truncated and written again (auto_da_alloc, XFS_ITRUNCATED), and an
+// unlinked file's blocks are freed then; a raw call that waits would also hold
+// a garbage collection's stop of every loop.
 
 func openat2(dirfd int, name []byte, how *unix.OpenHow) (int, syscall.Errno) {
 	if fd, e, ok := eventloop.OpenCached(dirfd, name, int(how.Flags), how.Resolve); ok {
