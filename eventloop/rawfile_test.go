@@ -310,3 +310,25 @@ func TestFstat(t *testing.T) {
 	same("cold file", cfd)
 	unix.Close(cfd)
 }
+
+// BenchmarkFstat: Fstat's raw statx against fstat through the scheduler.
+func BenchmarkFstat(b *testing.B) {
+	path, _ := patternFile(b, 1<<20, 33)
+	fd := openFd(b, path)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	b.Run("statx-raw", func(b *testing.B) {
+		for range b.N {
+			if Fstat(fd, &st) != 0 {
+				b.Fatal("Fstat failed")
+			}
+		}
+	})
+	b.Run("fstat", func(b *testing.B) {
+		for range b.N {
+			if err := unix.Fstat(fd, &st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
