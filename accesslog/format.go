@@ -40,11 +40,15 @@ const (
 // op is a variable with the literal text before it, and what the line needs to
 // know of its values.
 type op struct {
-	kind  opKind
-	lit   string
-	get   func(dst []byte, r *httpcore.Request, param string) []byte
-	param string
-	ref   *httpcore.Ref
+	kind opKind
+	lit  string
+	// litWord is lit in a little-endian word when it has at most 8 bytes
+	// (litShort): one store instead of a call of memmove.
+	litWord  uint64
+	litShort bool
+	get      func(dst []byte, r *httpcore.Request, param string) []byte
+	param    string
+	ref      *httpcore.Ref
 	// plain: the variable's values never hold a byte an escaping changes, so
 	// they are not looked at.
 	plain bool
@@ -117,15 +121,26 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 				return nil, err
 			}
 			o := varOp(ref)
-			o.lit = lit.String()
+			o.setLit(lit.String())
 			lit.Reset()
 			f.ops = append(f.ops, o)
 		}
 	}
 	if lit.Len() > 0 {
-		f.ops = append(f.ops, op{kind: opLit, lit: lit.String()})
+		o := op{kind: opLit}
+		o.setLit(lit.String())
+		f.ops = append(f.ops, o)
 	}
 	return f, nil
+}
+
+func (o *op) setLit(s string) {
+	o.lit = s
+	if len(s) <= 8 {
+		var w [8]byte
+		copy(w[:], s)
+		o.litWord, o.litShort = binary.LittleEndian.Uint64(w[:]), true
+	}
 }
 
 func isVarChar(c byte) bool {
@@ -136,7 +151,13 @@ func isVarChar(c byte) bool {
 func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
 	for i := range f.ops {
 		o := &f.ops[i]
-		dst = append(dst, o.lit...)
+		if n := len(dst); o.litShort && cap(dst)-n >= 8 {
+			// The literal text between variables is a few bytes: " - ", " [".
+			binary.LittleEndian.PutUint64(dst[n:n+8], o.litWord)
+			dst = dst[:n+len(o.lit)]
+		} else {
+			dst = append(dst, o.lit...)
+		}
 		start := len(dst)
 		switch o.kind {
 		case opLit:
