@@ -40,11 +40,15 @@ const (
 // op is a variable with the literal text before it, and what the line needs to
 // know of its values.
 type op struct {
-	kind  opKind
-	lit   string
-	get   func(dst []byte, r *httpcore.Request, param string) []byte
-	param string
-	ref   *httpcore.Ref
+	kind opKind
+	lit  string
+	// litWord is lit in a little-endian word when it has at most 8 bytes
+	// (litShort): one store instead of a call of memmove.
+	litWord  uint64
+	litShort bool
+	get      func(dst []byte, r *httpcore.Request, param string) []byte
+	param    string
+	ref      *httpcore.Ref
 	// plain: the variable's values never hold a byte an escaping changes, so
 	// they are not looked at.
 	plain bool
@@ -117,15 +121,26 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 				return nil, err
 			}
 			o := varOp(ref)
-			o.lit = lit.String()
+			o.setLit(lit.String())
 			lit.Reset()
 			f.ops = append(f.ops, o)
 		}
 	}
 	if lit.Len() > 0 {
-		f.ops = append(f.ops, op{kind: opLit, lit: lit.String()})
+		o := op{kind: opLit}
+		o.setLit(lit.String())
+		f.ops = append(f.ops, o)
 	}
 	return f, nil
+}
+
+func (o *op) setLit(s string) {
+	o.lit = s
+	if len(s) <= 8 {
+		var w [8]byte
+		copy(w[:], s)
+		o.litWord, o.litShort = binary.LittleEndian.Uint64(w[:]), true
+	}
 }
 
 func isVarChar(c byte) bool {
@@ -136,7 +151,13 @@ func isVarChar(c byte) bool {
 func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
 	for i := range f.ops {
 		o := &f.ops[i]
-		dst = append(dst, o.lit...)
+		if n := len(dst); o.litShort && cap(dst)-n >= 8 {
+			// The literal text between variables is a few bytes: " - ", " [".
+			binary.LittleEndian.PutUint64(dst[n:n+8], o.litWord)
+			dst = dst[:n+len(o.lit)]
+		} else {
+			dst = append(dst, o.lit...)
+		}
 		start := len(dst)
 		switch o.kind {
 		case opLit:
@@ -188,10 +209,11 @@ const (
 // escapedBytes has the high bit set of each byte of x that appendEscaped
 // escapes: from 0x7f on, below 0x20, `"` and `\`. With l each byte's low seven
 // bits, l+1 reaches the high bit only for 0x7f, l+0x60 for 0x20 and above, and
-// l^c+0x7f for all but c; no sum carries into the next byte.
+// l^c+0x7f for all but c; no sum carries into the next byte. The last three
+// tests are one complement of their conjunction (two NOTs fewer).
 func escapedBytes(x uint64) uint64 {
 	l := x & lows
-	return (x | (l + ones) | ^(l + ones*0x60) | ^((l ^ ones*'"') + lows) | ^((l ^ ones*'\\') + lows)) & highs
+	return (x | (l + ones) | ^((l + ones*0x60) & ((l ^ ones*'"') + lows) & ((l ^ ones*'\\') + lows))) & highs
 }
 
 // jsonBytes has the high bit set of each byte of x that appendJSON escapes:
@@ -202,7 +224,8 @@ func jsonBytes(x uint64) uint64 {
 }
 
 // indexEscaped is the index of the first byte of v that appendEscaped escapes,
-// or -1.
+// or -1. Sixteen bytes a turn, as two words with one branch; w is the rest of v
+// from i, so that its words need no bounds checks.
 func indexEscaped(v []byte) int {
 	if len(v) < 8 {
 		for i, c := range v {
@@ -212,13 +235,25 @@ func indexEscaped(v []byte) int {
 		}
 		return -1
 	}
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		if m := escapedBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+	i, w := 0, v
+	for len(w) >= 16 {
+		a := escapedBytes(binary.LittleEndian.Uint64(w[:8]))
+		b := escapedBytes(binary.LittleEndian.Uint64(w[8:16]))
+		if a|b != 0 {
+			if a != 0 {
+				return i + bits.TrailingZeros64(a)/8
+			}
+			return i + 8 + bits.TrailingZeros64(b)/8
+		}
+		i, w = i+16, w[16:]
+	}
+	if len(w) >= 8 {
+		if m := escapedBytes(binary.LittleEndian.Uint64(w[:8])); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
+		i, w = i+8, w[8:]
 	}
-	if i < len(v) {
+	if len(w) > 0 {
 		// The last eight bytes: those before i were seen to be clean.
 		i = len(v) - 8
 		if m := escapedBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {

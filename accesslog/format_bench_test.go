@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ http {
 				}
 				b.StopTimer()
 				cpu = threadCPU() - start
-				line = append(line[:0], r.Worker().State(key).(*loopState).line...)
+				line = append(line[:0], lastLine(r.Worker().State(key).(*loopState))...)
 			}
 			onLog.Store(&f)
 			b.ReportAllocs()
@@ -109,4 +110,15 @@ func threadCPU() time.Duration {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
 	return time.Duration(ts.Nano())
+}
+
+// lastLine is the last line a loop put in a buffer of a file log.
+func lastLine(ls *loopState) []byte {
+	for _, p := range ls.pend {
+		if p != nil && len(p.buf) > 0 {
+			b := p.buf[:len(p.buf)-1]
+			return p.buf[bytes.LastIndexByte(b, '\n')+1:]
+		}
+	}
+	return nil
 }

@@ -44,6 +44,11 @@ type loopState struct {
 	batch eventloop.BatchEnd
 
 	line, val, path []byte // scratch, reused
+	// room: a line of a file log is formatted in the file's buffer when this
+	// much is left in it (1 KiB, or twice the longest line yet: a line that
+	// outgrows the buffer is moved to the heap by append), else in line and
+	// copied.
+	room int
 	// $remote_addr of the last line, formatted: consecutive lines are often from
 	// one client (a keep-alive connection's requests). addrPlain: nothing in it
 	// to escape.
@@ -129,6 +134,7 @@ func (ls *loopState) start() {
 	ls.loop.AtExit(ls.exit)
 	ls.wake = ls.endBatch
 	ls.line = make([]byte, 0, 1024)
+	ls.room = 1024
 	ls.val = make([]byte, 0, 256)
 	loops.mu.Lock()
 	loops.all = append(loops.all, ls)
@@ -161,6 +167,33 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 		}
 	}
 	s := lg.sink
+	p := ls.pendingFor(s)
+	p.gzip, p.poll = lg.Gzip, lg.Buffer == 0
+	if s.kind == sinkFile && cap(p.buf)-len(p.buf) >= ls.room {
+		// As nginx, into the buffer itself, rather than formatted apart and
+		// copied (the copy was a sixth of the line's cost).
+		n := len(p.buf)
+		avail := cap(p.buf) - n
+		line := lg.Format.appendLine(ls, p.buf[n:n:cap(p.buf)], r)
+		line = append(line, '\n')
+		if cap(line) == avail { // append never shrinks a capacity, and moves to more
+			p.buf = p.buf[:n+len(line)]
+			ls.room = max(ls.room, 2*len(line))
+			ls.added(p, lg)
+			return
+		}
+		// Longer than what was left: append moved it to the heap (as it grows
+		// the scratch line for a line longer than any before). It goes the long
+		// way, after the buffer.
+		ls.room = max(ls.room, 2*len(line))
+		if cap(line) > cap(ls.line) {
+			ls.line = line
+		} else {
+			ls.line = append(ls.line[:0], line...)
+		}
+		ls.put(p, lg, nil)
+		return
+	}
 	line := ls.line[:0]
 	if s.kind == sinkSyslog {
 		line = s.peer.appendHeader(line, time.Now())
@@ -170,6 +203,17 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 		line = append(line, '\n')
 	}
 	ls.line = line
+	if s.kind == sinkFile {
+		ls.room = max(ls.room, 2*len(line))
+	}
+	ls.put(p, lg, r)
+}
+
+// put copies the line in ls.line into p's buffer, handing the buffer on first
+// when the line does not fit.
+func (ls *loopState) put(p *pending, lg *Log, r *httpcore.Request) {
+	s := p.s
+	line := ls.line
 	size := len(line)
 	switch s.kind {
 	case sinkSyslog:
@@ -187,8 +231,6 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 		}
 		size += 6 + len(ls.path)
 	}
-	p := ls.pendingFor(s)
-	p.gzip, p.poll = lg.Gzip, lg.Buffer == 0
 	if p.buf != nil && len(p.buf)+size > cap(p.buf) {
 		ls.handOff(p)
 	}
@@ -204,6 +246,11 @@ func (ls *loopState) write(r *httpcore.Request, lg *Log) {
 	case sinkDynamic:
 		p.buf = appendDynRecord(p.buf, ls.path, line)
 	}
+	ls.added(p, lg)
+}
+
+// added counts a line put in p's buffer and arranges for the buffer to go.
+func (ls *loopState) added(p *pending, lg *Log) {
 	p.lines++
 	ls.lines++
 	ls.batch.Arm() // publishes lines

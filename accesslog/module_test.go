@@ -162,7 +162,7 @@ func TestIndexEscaped(t *testing.T) {
 	def := func(c byte) bool { return mustEscape[c] }
 	json := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
 	for _, fill := range []byte{'a', 0xe9, 0x20, 0x21, 0x7e} {
-		for n := range 20 {
+		for n := range 41 { // up to two turns of 16, a word and a tail
 			for at := range n {
 				for c := range 256 {
 					v := bytes.Repeat([]byte{fill}, n)
