@@ -292,7 +292,7 @@ func (c *conn) drive() {
 				// A head refused as a whole (no Host, ...) is logged with its request
 				// line, length and $uri, as nginx parsed them before it refused it.
 				c.headLen = int32(n)
-				c.uriBuf = c.conn.Loop().Pool().Get(len(c.req.Path()) + 1)[:0]
+				c.uriBuf = c.Request.newURIBuf(len(c.req.Path()) + 1)
 				if uri, err := route.Normalize(c.uriBuf, c.req.Path(), c.srvConf.MergeSlashes); err == nil {
 					c.uriBuf = uri
 				}
@@ -397,8 +397,7 @@ func (c *conn) handle() {
 		c.respondStatus(405)
 		return
 	}
-	pool := c.conn.Loop().Pool()
-	c.uriBuf = pool.Get(len(r.Path()) + 1)[:0]
+	c.uriBuf = c.Request.newURIBuf(len(r.Path()) + 1)
 	uri, err := route.Normalize(c.uriBuf, r.Path(), mergeSlashes)
 	if err != nil {
 		c.keepAlive = false
@@ -437,10 +436,7 @@ func (c *conn) finish() {
 		}
 		c.done = true
 		c.logRequest()
-		if c.uriBuf != nil {
-			c.conn.Loop().Pool().Put(c.uriBuf[:cap(c.uriBuf)])
-			c.uriBuf = nil
-		}
+		c.freeURIBuf()
 	}
 	c.abortPending() // a pending answer never outlives its request
 	if c.ownWatermarks {
@@ -524,15 +520,11 @@ func (c *conn) release() {
 		}
 	}
 	c.logRequest() // before the input goes: $request lies in it
-	pool := c.conn.Loop().Pool()
 	c.releaseIn()
 	if c.Request == nil {
 		return
 	}
-	if c.uriBuf != nil {
-		pool.Put(c.uriBuf[:cap(c.uriBuf)])
-		c.uriBuf = nil
-	}
+	c.freeURIBuf()
 	c.releaseBodyBuf()
 	c.giveRequest()
 }
