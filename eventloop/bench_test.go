@@ -131,6 +131,16 @@ func BenchmarkTimer(b *testing.B) {
 			t.Reset(time.Duration(n+i%977) * time.Millisecond)
 		}
 	})
+	// A keep-alive connection's idle timer: cancelled when a request comes
+	// (SetTimeout(0)), armed again when it is answered.
+	b.Run("keepalive", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			t := &ts[i%n]
+			t.cancel()
+			t.Reset(time.Duration(n+i%977) * time.Millisecond)
+		}
+	})
 }
 
 // BenchmarkWriteFile answers each 1-byte request of a blocking client with a 1 MiB

@@ -401,7 +401,7 @@ func (c *conn) SetTimeout(d time.Duration) {
 		return
 	}
 	if d <= 0 {
-		c.timer.Stop()
+		c.timer.cancel() // closeNow Stops it
 		return
 	}
 	c.timer.Reset(d)

@@ -78,10 +78,11 @@ func TestTimerHeapOrder(t *testing.T) {
 		switch rng.IntN(3) {
 		case 0, 1:
 			seq++
-			t0.when, t0.seq = rng.Int64N(1000), seq
+			e := timerEntry{when: rng.Int64N(1000), seq: seq, t: t0}
 			if t0.index == 0 {
-				h.push(t0)
+				h.push(e)
 			} else {
+				h.h[t0.index-1] = e
 				h.fix(int(t0.index - 1))
 			}
 		case 2:
@@ -95,10 +96,10 @@ func TestTimerHeapOrder(t *testing.T) {
 	}
 	checkHeap(t, &h, ts)
 	// Popping yields ascending (when, seq).
-	var last *Timer
+	var last timerEntry
 	for len(h.h) > 0 {
 		top := h.h[0]
-		if last != nil && h.less(top, last) {
+		if last.t != nil && h.less(&top, &last) {
 			t.Fatalf("popped %d/%d after %d/%d", top.when, top.seq, last.when, last.seq)
 		}
 		h.remove(0)
@@ -108,13 +109,16 @@ func TestTimerHeapOrder(t *testing.T) {
 
 func checkHeap(t *testing.T, h *timerHeap, ts []Timer) {
 	t.Helper()
-	for i, tm := range h.h {
-		if int(tm.index) != i+1 {
-			t.Fatalf("timer at %d has index %d", i, tm.index)
+	for i := range h.h {
+		if int(h.h[i].t.index) != i+1 {
+			t.Fatalf("timer at %d has index %d", i, h.h[i].t.index)
 		}
-		if i > 0 && h.less(tm, h.h[(i-1)/4]) {
+		if i > 0 && h.less(&h.h[i], &h.h[(i-1)/4]) {
 			t.Fatalf("heap order broken at %d", i)
 		}
+	}
+	if ts == nil {
+		return
 	}
 	pending := 0
 	for i := range ts {
@@ -153,4 +157,87 @@ func TestConnTimeout(t *testing.T) {
 	}
 	recv(t, timedOut)
 	expectClosed(t, c)
+}
+
+// TestTimerLazy drives timers with random arms, later and earlier resets, lazy
+// cancels and Stops while the clock advances, against a model of the deadlines:
+// each fires once, at its last deadline, never cancelled, in (deadline, arming)
+// order.
+func TestTimerLazy(t *testing.T) {
+	l, err := New(Config{CPU: -1, Handler: echoHandler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Stop() }()
+	rng := rand.New(rand.NewPCG(3, 4))
+	ts := make([]Timer, 300)
+	due := make([]int64, len(ts)) // the model: 0 when not armed
+	var fired []int
+	for i := range ts {
+		l.InitTimer(&ts[i], func(*Timer) { fired = append(fired, i) })
+	}
+	for step := 0; step < 50000; step++ {
+		i := rng.IntN(len(ts))
+		tm := &ts[i]
+		switch rng.IntN(8) {
+		case 0, 1, 2, 3:
+			d := time.Duration(rng.Int64N(2000))
+			tm.Reset(d)
+			due[i] = max(l.clock+int64(d), 1)
+		case 4, 5:
+			tm.cancel()
+			due[i] = 0
+		case 6:
+			if tm.Stop() != (due[i] != 0) {
+				t.Fatalf("step %d: Stop of timer %d reported %v, armed %v", step, i, !(due[i] != 0), due[i] != 0)
+			}
+			due[i] = 0
+			if tm.index != 0 {
+				t.Fatalf("step %d: a stopped timer is still in the heap", step)
+			}
+		case 7:
+			// Time passes: what is due fires, in order, and nothing else.
+			l.clock += rng.Int64N(300)
+			fired = fired[:0]
+			l.runTimers()
+			var want []int
+			for j := range ts {
+				if due[j] != 0 && due[j] <= l.clock {
+					want = append(want, j)
+				}
+			}
+			slices.SortFunc(want, func(a, b int) int {
+				if due[a] != due[b] {
+					return int(due[a] - due[b])
+				}
+				return int(int32(ts[a].seq - ts[b].seq))
+			})
+			if !slices.Equal(fired, want) {
+				t.Fatalf("step %d at %d: fired %v, want %v", step, l.clock, fired, want)
+			}
+			for _, j := range want {
+				due[j] = 0
+			}
+		}
+		for j := range ts {
+			if ts[j].Pending() != (due[j] != 0) {
+				t.Fatalf("step %d: timer %d pending %v, model %v", step, j, ts[j].Pending(), due[j] != 0)
+			}
+		}
+		if step%97 == 0 {
+			checkLazyHeap(t, &l.timers)
+		}
+	}
+}
+
+// checkLazyHeap checks the heap's order and that every armed timer's entry is
+// keyed at or before its deadline.
+func checkLazyHeap(t *testing.T, h *timerHeap) {
+	t.Helper()
+	checkHeap(t, h, nil)
+	for i, e := range h.h {
+		if e.t.due != 0 && e.when > e.t.due {
+			t.Fatalf("entry %d: key %d after its timer's deadline %d", i, e.when, e.t.due)
+		}
+	}
 }

@@ -69,13 +69,14 @@ func (l *Loop) onTimerfd() {
 func (l *Loop) runTimers() {
 	now := l.now()
 	l.firing, l.firingNow = true, now
-	for len(l.timers.h) > 0 {
-		t := l.timers.h[0]
-		if t.when > now {
+	for {
+		t, ok := l.timers.pop(now)
+		if !ok {
 			break
 		}
-		l.timers.remove(0)
-		l.fireTimer(t)
+		if t != nil {
+			l.fireTimer(t)
+		}
 	}
 	l.firing = false
 	l.armTimerfd()

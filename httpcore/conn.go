@@ -285,14 +285,14 @@ func (c *conn) drive() {
 			c.requests++
 		}
 		c.setStat(statWriting)
-		c.begin()
+		a := c.begin()
 		if pe, ok := err.(*http1.ParseError); ok {
 			c.keepAlive = false
 			if n > 0 {
 				// A head refused as a whole (no Host, ...) is logged with its request
 				// line, length and $uri, as nginx parsed them before it refused it.
 				c.headLen = int32(n)
-				c.uriBuf = c.conn.Loop().Pool().Get(len(c.req.Path()) + 1)[:0]
+				c.uriBuf = c.Request.newURIBuf(len(c.req.Path()) + 1)
 				if uri, err := route.Normalize(c.uriBuf, c.req.Path(), c.srvConf.MergeSlashes); err == nil {
 					c.uriBuf = uri
 				}
@@ -305,7 +305,7 @@ func (c *conn) drive() {
 			return
 		}
 		c.headLen = int32(n) // at most the buffer, an int32
-		c.handle()
+		c.handle(a)
 	}
 	c.gateRead()
 }
@@ -334,11 +334,15 @@ func (c *conn) gateRead() {
 	}
 }
 
-// begin starts a request: its snapshot, clock and server.
-func (c *conn) begin() {
+// begin starts a request: its snapshot, clock and server. It returns the servers
+// of the connection's address in that snapshot (nil if none), for handle.
+func (c *conn) begin() *route.AddrServers {
 	c.takeRequest()
 	r := c.Request
-	r.snap = c.w.snapshotFor(c.localAddr())
+	// One look-up of the address for the snapshot, the default server and its
+	// configuration (each asked the connection's address again).
+	s, a := c.w.addrServers(c.localAddr())
+	r.snap = s
 	r.started = c.w.loop.Now()
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
@@ -355,11 +359,12 @@ func (c *conn) begin() {
 	r.srv, r.loc, r.prefix, r.rewritten = nil, nil, "", false
 	r.resetVars()
 	r.remoteSet, r.accessCode = false, 0
-	c.srvConf = c.defaultServerConf()
-	c.lcf = c.srvConf
-	if a := c.w.addrIn(r.snap, c.localAddr()); a != nil {
-		r.srv = a.Default
+	if a != nil {
+		c.srvConf, r.srv = ServerConf(a.Default), a.Default
+	} else {
+		c.srvConf = DefaultConf()
 	}
+	c.lcf = c.srvConf
 	c.conn.SetIdle(false)
 	c.conn.SetTimeout(0) // the head is in: client_header_timeout is over
 	c.headTimer = false
@@ -368,17 +373,19 @@ func (c *conn) begin() {
 		c.paused = false
 		c.conn.ResumeRead()
 	}
+	return a
 }
 
 // handle starts a parsed request through the phases, after the core's own checks:
-// the server Host selects, the target's form, the path normalised into $uri.
-func (c *conn) handle() {
+// the server Host selects, the target's form, the path normalised into $uri. a is
+// begin's: the servers of the connection's address in the request's snapshot.
+func (c *conn) handle(a *route.AddrServers) {
 	r := &c.req
 	c.bodyFate = bodyOnWire
 	// As nginx, the path is normalised by the rules of the address's default server:
 	// it is parsed before the Host header names the request's server.
 	mergeSlashes := true
-	if a := c.w.addrIn(c.snap, c.localAddr()); a != nil {
+	if a != nil {
 		mergeSlashes = ServerConf(a.Default).MergeSlashes
 		var re *pcre.Regexp
 		c.srv, re = a.ServerName(r.Host())
@@ -397,8 +404,7 @@ func (c *conn) handle() {
 		c.respondStatus(405)
 		return
 	}
-	pool := c.conn.Loop().Pool()
-	c.uriBuf = pool.Get(len(r.Path()) + 1)[:0]
+	c.uriBuf = c.Request.newURIBuf(len(r.Path()) + 1)
 	uri, err := route.Normalize(c.uriBuf, r.Path(), mergeSlashes)
 	if err != nil {
 		c.keepAlive = false
@@ -437,10 +443,7 @@ func (c *conn) finish() {
 		}
 		c.done = true
 		c.logRequest()
-		if c.uriBuf != nil {
-			c.conn.Loop().Pool().Put(c.uriBuf[:cap(c.uriBuf)])
-			c.uriBuf = nil
-		}
+		c.freeURIBuf()
 	}
 	c.abortPending() // a pending answer never outlives its request
 	if c.ownWatermarks {
@@ -524,15 +527,11 @@ func (c *conn) release() {
 		}
 	}
 	c.logRequest() // before the input goes: $request lies in it
-	pool := c.conn.Loop().Pool()
 	c.releaseIn()
 	if c.Request == nil {
 		return
 	}
-	if c.uriBuf != nil {
-		pool.Put(c.uriBuf[:cap(c.uriBuf)])
-		c.uriBuf = nil
-	}
+	c.freeURIBuf()
 	c.releaseBodyBuf()
 	c.giveRequest()
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+	"unsafe"
 
 	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
@@ -27,7 +28,7 @@ type Request struct {
 	srv      *conf.Server
 	loc      *conf.Location
 	prefix   string // the matched prefix location's path
-	uriBuf   []byte // pooled: the normalised path ($uri)
+	uriBuf   []byte // uriSmall or pooled (newURIBuf): the normalised path ($uri)
 	started  time.Time
 	status   int   // the status sent (0 before the head went out)
 	bodySent int64 // body bytes passed to the connection, without chunk framing
@@ -110,6 +111,9 @@ type Request struct {
 	// rewritten: a rewrite changed $uri in the rewrite phase: the post-rewrite phase
 	// looks for the location again (nginx's r->uri_changed).
 	rewritten bool
+
+	// uriSmall holds $uri when it fits (newURIBuf).
+	uriSmall [uriSmallSize]byte
 }
 
 // BodyKind is how a request body is framed.
@@ -151,6 +155,27 @@ func (r *Request) AsGET() bool { return r.internalGET }
 func (r *Request) ForceGET() { r.internalGET = true }
 
 // URI is $uri: the normalised path, or what an internal redirect made it.
+// uriSmallSize is the longest $uri (plus one byte) a request holds itself.
+const uriSmallSize = 256
+
+// newURIBuf returns an empty buffer for $uri of at least n bytes: the request's
+// own uriSmall when n fits, else a pool buffer. Most URIs fit, so most requests
+// take no pool buffer for $uri (a Get and a Put per request).
+func (r *Request) newURIBuf(n int) []byte {
+	if n <= len(r.uriSmall) {
+		return r.uriSmall[:0]
+	}
+	return r.c.conn.Loop().Pool().Get(n)[:0]
+}
+
+// freeURIBuf gives $uri's buffer back (to the pool if it came from there).
+func (r *Request) freeURIBuf() {
+	if r.uriBuf != nil && unsafe.SliceData(r.uriBuf) != &r.uriSmall[0] {
+		r.c.conn.Loop().Pool().Put(r.uriBuf[:cap(r.uriBuf)])
+	}
+	r.uriBuf = nil
+}
+
 func (r *Request) URI() []byte { return r.uriBuf }
 
 // Args is $args: the client's arguments, or after an internal redirect those of its

@@ -315,12 +315,9 @@ func (c *conn) redirectCycle(target string) bool {
 // setURI makes path $uri and args $args for an internal redirect.
 func setURI[T string | []byte](r *Request, path, args T) {
 	if cap(r.uriBuf) < len(path) {
-		// Pool buffers only: a grown slice must not go back to the pool.
-		pool := r.c.conn.Loop().Pool()
-		if r.uriBuf != nil {
-			pool.Put(r.uriBuf[:cap(r.uriBuf)])
-		}
-		r.uriBuf = pool.Get(len(path))[:0]
+		// Its own buffers only: a grown slice must not go back to the pool.
+		r.freeURIBuf()
+		r.uriBuf = r.newURIBuf(len(path))
 	}
 	r.uriBuf = append(r.uriBuf[:0], path...)
 	r.args = append(r.args[:0], args...)

@@ -102,10 +102,9 @@ type SubrequestHooks struct {
 // until h.Done, or cancels it (CancelSubrequest) if it ends first; the core cancels
 // the subrequests of a client connection that closes.
 func (r *Request) StartSubrequest(uri []byte, h SubrequestHooks) *Request {
-	c := r.c
 	sr := r.newSub(h, false)
 	sr.req = r.req // the parent's head: offsets into the client's input (kept in step by keep)
-	sr.uriBuf = append(c.conn.Loop().Pool().Get(len(uri) + 1)[:0], uri...)
+	sr.uriBuf = append(sr.newURIBuf(len(uri)+1), uri...)
 	sr.args, sr.uriChanged = sr.args[:0], true
 	sr.c.sub.main.addSub(sr.c)
 	sr.phase = r.snap.serverIndex
@@ -130,7 +129,7 @@ func (r *Request) StartBackground(h SubrequestHooks) *Request {
 	sr.req = r.req // its limits and name rules
 	sr.req.Reset()
 	sr.req.Parse(st.head) // parsed before, parsed again the same
-	sr.uriBuf = append(pool.Get(len(r.uriBuf) + 1)[:0], r.uriBuf...)
+	sr.uriBuf = append(sr.newURIBuf(len(r.uriBuf)+1), r.uriBuf...)
 	args, _ := r.Args()
 	sr.args, sr.uriChanged = append(sr.args[:0], args...), true
 	sr.loc, sr.prefix, sc.lcf = r.loc, r.prefix, c.lcf
@@ -214,10 +213,7 @@ func (c *conn) endSub() {
 	c.state = csClosed
 	status := r.status
 	c.abortPending()
-	if c.uriBuf != nil {
-		c.conn.Loop().Pool().Put(c.uriBuf[:cap(c.uriBuf)])
-		c.uriBuf = nil
-	}
+	c.freeURIBuf()
 	c.releaseBodyBuf()
 	c.giveRequest()
 	if s.head != nil {

@@ -115,14 +115,6 @@ func (w *Worker) setSnapshot(snap *Snapshot) {
 	}
 }
 
-// snapshotFor is the snapshot a connection accepted on local is served with: the
-// current one, or, for an address the last reload removed (its listener still
-// empties its accept queue), the one the connection was accepted under.
-func (w *Worker) snapshotFor(local netip.AddrPort) *Snapshot {
-	s, _ := w.addrServers(local)
-	return s
-}
-
 // addrMemo is the last answer of addrServers; a loop's requests mostly come to
 // one address, and a request asked up to 9 times (two map lookups each).
 type addrMemo struct {
@@ -132,7 +124,10 @@ type addrMemo struct {
 	ok    bool
 }
 
-// addrServers is snapshotFor(local) and the servers of local in it (nil if none).
+// addrServers is the snapshot a connection accepted on local is served with (the
+// current one, or, for an address the last reload removed, its listener still
+// emptying its accept queue, the one the connection was accepted under) and the
+// servers of local in it (nil if none).
 func (w *Worker) addrServers(local netip.AddrPort) (*Snapshot, *route.AddrServers) {
 	if m := &w.addr; m.ok && m.local == local {
 		return m.snap, m.a

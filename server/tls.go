@@ -45,7 +45,7 @@ func newTLSRouter(snap *httpcore.Snapshot, prev *tlsRouter) *tlsRouter {
 	return r
 }
 
-// routesFor is the router whose snapshot serves local, as Worker.snapshotFor.
+// routesFor is the router whose snapshot serves local, as Worker.addrServers.
 func (r *tlsRouter) routesFor(local netip.AddrPort) *tlsRouter {
 	if r.snap.Routes.Addr(local) == nil && r.prev != nil && r.prev.snap.Routes.Addr(local) != nil {
 		return r.prev

@@ -77,3 +77,60 @@ func TestSteadyPathAllocs(t *testing.T) {
 		t.Fatalf("%d allocations for %d requests", got, n*len(reqs))
 	}
 }
+
+// BenchmarkResponseReset is the per-request reset of a filled Response.
+func BenchmarkResponseReset(b *testing.B) {
+	var r Response
+	r.Reset()
+	ct, etag := []byte("text/html"), []byte(`"1-2"`)
+	b.ReportAllocs()
+	for range b.N {
+		r.Status, r.ContentType, r.ETag, r.AcceptRanges = 200, ct, etag, true
+		r.Body = append(r.Body, Part{Off: 0, Len: 100})
+		r.Reset()
+	}
+}
+
+// The per-loop memos of the last Content-Type lookup, ETag and Last-Modified
+// answer each request as the tables and the file say, whatever came before.
+func TestHandlerMemos(t *testing.T) {
+	cfg := mustConf(t, `http { server {
+		location /a/ { types { text/html html; text/css css; } default_type a/default; }
+		location /b/ { types { text/plain html; } default_type b/default; }
+	} }`)
+	la, lb := ConfOf(cfg.HTTP.Servers[0].Locations[0]), ConfOf(cfg.HTTP.Servers[0].Locations[1])
+	h := NewHandler()
+	defer h.Close()
+	for i, c := range []struct {
+		lc   *LocConf
+		uri  string
+		want string
+	}{
+		{la, "/a/x.html", "text/html"},
+		{la, "/a/y.html", "text/html"},
+		{lb, "/b/x.html", "text/plain"}, // same extension, another table
+		{la, "/a/x.HTML", "text/html"},
+		{la, "/a/x.css", "text/css"},
+		{la, "/a/x.png", "a/default"},
+		{lb, "/b/x.png", "b/default"}, // not in either table: each location's default
+		{la, "/a/x.averyveryverylongextension", "a/default"},
+		{la, "/a/x.html", "text/html"},
+		{la, "/a/noext", "a/default"},
+	} {
+		if got := string(h.contentType(c.lc, []byte(c.uri))); got != c.want {
+			t.Errorf("%d: %s in %s: %q, want %q", i, c.uri, c.lc.Types.byExt, got, c.want)
+		}
+	}
+	for _, f := range [][2]int64{{1, 2}, {1, 2}, {1, 3}, {0x6b0fb19a, 100}, {0x6b0fb19a, 100}, {2, 100}} {
+		got := h.etag.appendETag([]byte("x"), f[0], f[1])
+		if want := AppendETag([]byte("x"), f[0], f[1]); string(got) != string(want) {
+			t.Errorf("etag of %v: %s, want %s", f, got, want)
+		}
+	}
+	var m memoTime
+	for _, at := range []int64{0, 0, 1, 784111777, 784111777, 1} {
+		if got, want := m.appendTime([]byte("x"), at), AppendHTTPTime([]byte("x"), at); string(got) != string(want) {
+			t.Errorf("time %d: %s, want %s", at, got, want)
+		}
+	}
+}

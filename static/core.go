@@ -122,10 +122,37 @@ type loopState struct {
 	// cur is the request being filtered, for encodesFn (st.encodes, bound once).
 	cur       *httpcore.Request
 	encodesFn func(*Response) bool
+	// readBuf is sendRead's buffer for a part that fits, while reading is not
+	// set (a subrequest's file read inside a body filter takes a pool buffer):
+	// a pool buffer per small file cost a Get and a Put per request.
+	readBuf [readBufSize]byte
+	reading bool
+	// lastModified is the last Last-Modified formatted: a loop's requests
+	// mostly ask for the same few files.
+	lastModified memoTime
 }
+
+// memoTime is AppendHTTPTime's last answer.
+type memoTime struct {
+	t    int64
+	text []byte // empty: none yet
+}
+
+// appendTime is AppendHTTPTime through the memo.
+func (m *memoTime) appendTime(dst []byte, t int64) []byte {
+	if len(m.text) == 0 || m.t != t {
+		m.t, m.text = t, AppendHTTPTime(m.text[:0], t)
+	}
+	return append(dst, m.text...)
+}
+
+// readBufSize is the most a loop's own sendRead buffer holds: the pool's
+// smallest class, and more than the pages a small static file has.
+const readBufSize = 4 << 10
 
 func newLoop(w *httpcore.Worker) httpcore.LoopState {
 	st := &loopState{w: w, h: NewHandler(), buf: make([]byte, 0, 256)}
+	st.lastModified.text = make([]byte, 0, 48)
 	st.resp.Reset()
 	st.scratch.Reset()
 	st.encodesFn = st.encodes
@@ -454,7 +481,7 @@ func (st *loopState) encodes(resp *Response) bool {
 	if encodesOnTheFly == nil || st.cur == nil {
 		return false
 	}
-	buildHeader(st.cur, resp)
+	st.buildHeader(st.cur, resp)
 	return encodesOnTheFly(st.cur)
 }
 
@@ -495,7 +522,7 @@ func specialResponse(r *httpcore.Request, resp *Response) httpcore.Status {
 // sendResponse sends a 200, 206 or 304 the filters shaped: the head, then the
 // body's parts, files with sendfile (or read into pool buffers with sendfile off).
 func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Response) {
-	buildHeader(r, resp)
+	st.buildHeader(r, resp)
 	st.sending = true
 	r.SendHeader()
 	st.sending = false
@@ -544,7 +571,7 @@ func (st *loopState) sendResponse(r *httpcore.Request, lc *LocConf, resp *Respon
 }
 
 // buildHeader makes the response head of resp.
-func buildHeader(r *httpcore.Request, resp *Response) {
+func (st *loopState) buildHeader(r *httpcore.Request, resp *Response) {
 	h := r.NewHeader()
 	h.Status = resp.Status
 	h.ContentLength = resp.ContentLength
@@ -556,7 +583,7 @@ func buildHeader(r *httpcore.Request, resp *Response) {
 	if resp.LastModified >= 0 {
 		b := h.Buf()
 		from := len(b)
-		h.AddBuilt(lastModifiedName, AppendHTTPTime(b, resp.LastModified), from)
+		h.AddBuilt(lastModifiedName, st.lastModified.appendTime(b, resp.LastModified), from)
 	}
 	add := func(name, v []byte) {
 		if v != nil {
@@ -586,9 +613,16 @@ const (
 
 // sendRead reads a file part into a pool buffer and sends it as bytes.
 func (st *loopState) sendRead(r *httpcore.Request, fd int, p Part, last bool) bool {
-	pool := st.w.Loop().Pool()
-	buf := pool.Get(int(p.Len))
-	defer pool.Put(buf)
+	var buf []byte
+	if p.Len <= readBufSize && !st.reading {
+		st.reading = true
+		defer func() { st.reading = false }()
+		buf = st.readBuf[:]
+	} else {
+		pool := st.w.Loop().Pool()
+		buf = pool.Get(int(p.Len))
+		defer pool.Put(buf)
+	}
 	for n := 0; int64(n) < p.Len; {
 		k, err := eventloop.Pread(fd, buf[n:p.Len], p.Off+int64(n))
 		if err != nil || k == 0 {

@@ -25,6 +25,36 @@ type Handler struct {
 	boundary uint64
 	dir      dirReader
 	vars     docRootVars
+
+	// The last file's ETag and the last Content-Type lookup: a loop's requests
+	// mostly ask for the same few files, and these cost a formatting and a map
+	// lookup each per request.
+	etag     memoETag
+	typeMemo memoType
+}
+
+// memoETag is AppendETag's last answer.
+type memoETag struct {
+	mtime, size int64
+	etag        []byte // empty: none yet
+}
+
+// appendETag is AppendETag through the memo.
+func (m *memoETag) appendETag(dst []byte, mtime, size int64) []byte {
+	if len(m.etag) == 0 || m.mtime != mtime || m.size != size {
+		m.mtime, m.size = mtime, size
+		m.etag = AppendETag(m.etag[:0], mtime, size)
+	}
+	return append(dst, m.etag...)
+}
+
+// memoType is the last Types.Lookup: the extension in types, and its type (nil:
+// not in the table).
+type memoType struct {
+	types *Types
+	ext   [16]byte
+	n     int
+	t     []byte
 }
 
 // NewHandler makes a loop's Handler.
@@ -34,6 +64,7 @@ func NewHandler() *Handler {
 		path:     make([]byte, 0, 512),
 		name:     make([]byte, 0, 256),
 		scratch:  make([]byte, 0, 64),
+		etag:     memoETag{etag: make([]byte, 0, 40)},
 		boundary: rand.Uint64() / 2, // nginx counts from 0; a random start keeps boundaries unguessable
 	}
 }
@@ -219,7 +250,7 @@ func (h *Handler) static(req *Request, lc *LocConf, r *Response, m method) {
 	r.ContentLength, r.LastModified = f.Size, f.Mtime
 	if lc.ETag {
 		start := len(r.buf)
-		r.buf = AppendETag(r.buf, f.Mtime, f.Size)
+		r.buf = h.etag.appendETag(r.buf, f.Mtime, f.Size)
 		r.ETag = r.buf[start:len(r.buf):len(r.buf)]
 	}
 	r.ContentType = h.contentType(lc, req.URI)
@@ -254,8 +285,19 @@ func (h *Handler) openFailed(lc *LocConf, r *Response, path []byte) {
 // else default_type.
 func (h *Handler) contentType(lc *LocConf, uri []byte) []byte {
 	if ext := Exten(uri); len(ext) > 0 {
-		if t := lc.Types.Lookup(ext, h.scratch[:0]); t != nil {
-			return t
+		m := &h.typeMemo
+		if m.types != lc.Types || m.n != len(ext) || string(m.ext[:m.n]) != string(ext) {
+			t := lc.Types.Lookup(ext, h.scratch[:0])
+			if len(ext) > len(m.ext) {
+				if t == nil {
+					t = lc.DefaultType
+				}
+				return t
+			}
+			m.types, m.n, m.t = lc.Types, copy(m.ext[:], ext), t
+		}
+		if m.t != nil {
+			return m.t
 		}
 	}
 	return lc.DefaultType
@@ -521,7 +563,7 @@ func (h *Handler) SendPrecompressed(req *Request, lc *LocConf, r *Response, suff
 	r.ContentLength, r.LastModified = f.Size, f.Mtime
 	if lc.ETag {
 		start := len(r.buf)
-		r.buf = AppendETag(r.buf, f.Mtime, f.Size)
+		r.buf = h.etag.appendETag(r.buf, f.Mtime, f.Size)
 		r.ETag = r.buf[start:len(r.buf):len(r.buf)]
 	}
 	r.ContentType = h.contentType(lc, req.URI)

@@ -93,6 +93,9 @@ func DocumentRoot(dst []byte, lc *LocConf, vars Vars) []byte {
 // dotDotAfter reports a ".." segment of path that ends after its first from bytes,
 // that is one the URI contributed to.
 func dotDotAfter(path []byte, from int) bool {
+	if bytes.Index(path, dotDot) < 0 {
+		return false // most paths: one search instead of one per segment
+	}
 	for i := 0; i < len(path); {
 		j := bytes.IndexByte(path[i:], '/')
 		end := len(path)
@@ -106,6 +109,8 @@ func dotDotAfter(path []byte, from int) bool {
 	}
 	return false
 }
+
+var dotDot = []byte("..")
 
 func hasDotDot(uri []byte) bool { return dotDotAfter(uri, 0) }
 

@@ -77,14 +77,37 @@ func TestNormalizeAppends(t *testing.T) {
 }
 
 func BenchmarkNormalize(b *testing.B) {
-	path := []byte("/static//img/../css/%61pp.css")
-	buf := make([]byte, 0, 256)
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := Normalize(buf[:0], path, true); err != nil {
-			b.Fatal(err)
+	for _, path := range []string{"/static//img/../css/%61pp.css", "/static/small.html"} {
+		b.Run(path, func(b *testing.B) {
+			path := []byte(path)
+			buf := make([]byte, 0, 256)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := Normalize(buf[:0], path, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestNormalizeFastPath: every short path over the characters that matter
+// normalises through the fast path as through the general loop.
+func TestNormalizeFastPath(t *testing.T) {
+	const alphabet = "/.a%2ef\x00"
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		for _, keep := range []bool{false, true} {
+			checkNormalized(t, prefix, keep)
+		}
+		if n == 0 {
+			return
+		}
+		for i := range len(alphabet) {
+			gen(prefix+alphabet[i:i+1], n-1)
 		}
 	}
+	gen("/", 6)
 }
 
 func FuzzNormalize(f *testing.F) {
@@ -100,6 +123,13 @@ func FuzzNormalize(f *testing.F) {
 
 func checkNormalized(t *testing.T, in string, keepSlashes bool) {
 	out, err := Normalize(nil, []byte(in), !keepSlashes)
+	if len(in) > 0 && in[0] == '/' {
+		// The fast path for paths already normal answers as the general loop.
+		slow, serr := normalize(nil, []byte(in), !keepSlashes)
+		if string(slow) != string(out) || (serr == nil) != (err == nil) {
+			t.Fatalf("%q: %q, %v; the general case gives %q, %v", in, out, err, slow, serr)
+		}
+	}
 	if err != nil {
 		return
 	}
