@@ -154,7 +154,6 @@ func (r *Request) AsGET() bool { return r.internalGET }
 // nginx does after X-Accel-Redirect.
 func (r *Request) ForceGET() { r.internalGET = true }
 
-// URI is $uri: the normalised path, or what an internal redirect made it.
 // uriSmallSize is the longest $uri (plus one byte) a request holds itself.
 const uriSmallSize = 256
 
@@ -176,6 +175,7 @@ func (r *Request) freeURIBuf() {
 	r.uriBuf = nil
 }
 
+// URI is $uri: the normalised path, or what an internal redirect made it.
 func (r *Request) URI() []byte { return r.uriBuf }
 
 // Args is $args: the client's arguments, or after an internal redirect those of its
