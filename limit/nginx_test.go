@@ -220,7 +220,11 @@ func reqScenarios(t *testing.T, addr, dir, attempt string) (mismatches []string,
 		// later 3.5 requests drained; after 2 s all.
 		"b": append(append(burstAt(0, 8, "/burst"), burstAt(350, 2, "/burst")...), step{2400, "/burst"}),
 		"n": append(burstAt(0, 8, "/nodelay"), burstAt(250, 3, "/nodelay")...),
-		"d": append(burstAt(0, 9, "/delay"), burstAt(500, 3, "/delay")...),
+		// delay=3 (burst=6): three free beyond the first, three delayed, two
+		// rejected. The second burst comes 30 ms past the moment (~500 ms) its
+		// first request's excess falls to the delay threshold: at 500 ms a
+		// millisecond between nginx's clock and the client's decided it.
+		"d": append(burstAt(0, 9, "/delay"), burstAt(530, 3, "/delay")...),
 		"o": {{0, "/none"}, {50, "/none"}, {120, "/none"}, {135, "/none"}, {260, "/none"}, {300, "/none"}},
 		// Two limits: w (2r/s burst=2) sets the delays; a request w rejects is
 		// not counted in z either.
