@@ -20,7 +20,7 @@ import (
 type FileInfo struct {
 	OK       bool          // found; false with Errno 0 is an internal failure
 	Errno    syscall.Errno // why not found
-	Op       string        // the call that failed, for the error log: "open()", "eventloop.Openat()", "stat()"
+	Op       string        // the call that failed, for the error log: "open()", "openat()", "stat()"
 	IsDir    bool
 	IsFile   bool // a regular file
 	Size     int64
@@ -231,7 +231,7 @@ func (l *lookup) open(mode int) int {
 			noOpenat2.Store(true)
 		case unix.ELOOP:
 		default:
-			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
+			l.info.Errno, l.info.Op = e, "openat()"
 			return -1
 		}
 	}
@@ -250,7 +250,7 @@ func (l *lookup) walk(at, p, mode int) int {
 	if cur == unix.AT_FDCWD && p < len(name) && name[p] == '/' {
 		fd, e := eventloop.Openat(unix.AT_FDCWD, rootName, flagSearch)
 		if e != 0 {
-			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
+			l.info.Errno, l.info.Op = e, "openat()"
 			return -1
 		}
 		cur, own, p = fd, true, p+1
@@ -272,7 +272,7 @@ func (l *lookup) walk(at, p, mode int) int {
 			unix.Close(cur)
 		}
 		if e != 0 {
-			l.info.Errno, l.info.Op = e, "eventloop.Openat()"
+			l.info.Errno, l.info.Op = e, "openat()"
 			return -1
 		}
 		cur, own, p = fd, true, end+1
@@ -289,7 +289,7 @@ func (l *lookup) walk(at, p, mode int) int {
 		unix.Close(cur)
 	}
 	if e != 0 {
-		l.info.Errno, l.info.Op = e, "eventloop.Openat()"
+		l.info.Errno, l.info.Op = e, "openat()"
 		return -1
 	}
 	return fd

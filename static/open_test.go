@@ -178,6 +178,12 @@ func TestLookupInfo(t *testing.T) {
 	if f.OK || f.Errno != unix.ENOENT || f.Op != "open()" {
 		t.Errorf("missing: %+v", f.FileInfo)
 	}
+	// With disable_symlinks the walk opens component by component: nginx's
+	// error log names openat() then.
+	fs.Open(&f, []byte(filepath.Join(dir, "nope")), nil, &OpenOptions{Symlinks: SymlinksOn})
+	if f.OK || f.Errno != unix.ENOENT || f.Op != "openat()" {
+		t.Errorf("missing, disable_symlinks on: %+v", f.FileInfo)
+	}
 	// directio: files of at least the size are opened O_DIRECT where the file
 	// system allows it; smaller ones never.
 	fs.Open(&f, []byte(p), nil, &OpenOptions{DirectIO: 6})

@@ -93,7 +93,7 @@ func DocumentRoot(dst []byte, lc *LocConf, vars Vars) []byte {
 // dotDotAfter reports a ".." segment of path that ends after its first from bytes,
 // that is one the URI contributed to.
 func dotDotAfter(path []byte, from int) bool {
-	if bytes.Index(path, dotDot) < 0 {
+	if !bytes.Contains(path, dotDot) {
 		return false // most paths: one search instead of one per segment
 	}
 	for i := 0; i < len(path); {
