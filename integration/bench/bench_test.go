@@ -165,6 +165,31 @@ func TestSummaryRatios(t *testing.T) {
 	}
 }
 
+// TestPairedRatios: each repetition's run is divided by nginx's run of the same
+// repetition; a repetition nginx has no figures for is left out.
+func TestPairedRatios(t *testing.T) {
+	runs := []runResult{
+		{Shape: "static-large", Proxy: "numaproxy", Rep: 1, Requests: 1, CPUus: 90},
+		{Shape: "static-large", Proxy: "nginx", Rep: 1, Requests: 1, CPUus: 100},
+		{Shape: "static-large", Proxy: "numaproxy", Rep: 2, Requests: 1, CPUus: 220},
+		{Shape: "static-large", Proxy: "nginx", Rep: 2, Requests: 1, CPUus: 200},
+		{Shape: "static-large", Proxy: "numaproxy", Rep: 3, Requests: 1, CPUus: 160},
+		{Shape: "static-large", Proxy: "nginx", Rep: 3, Requests: 1, CPUus: 200},
+		{Shape: "static-large", Proxy: "numaproxy", Rep: 4, Requests: 1, CPUus: 10},
+		{Shape: "static-large", Proxy: "nginx", Rep: 4},
+	}
+	s := summarize(runs, nil)
+	p := s[0].CPUVsNginxPaired
+	if p.N != 3 || p.Median != 0.9 || p.Min != 0.8 || p.Max != 1.1 || s[0].BelowNginx != 2 || s[1].CPUVsNginxPaired.N != 0 {
+		t.Fatalf("%+v", s)
+	}
+	var b strings.Builder
+	printTables(&b, s, map[string]string{"static-large": "static"}, nil, []string{"static-large"})
+	if !strings.Contains(b.String(), "0.90 (0.80–1.10), 2/3 below") {
+		t.Fatal(b.String())
+	}
+}
+
 // TestReqLogicSummary: the reqlogic rows carry the medians of the per-run ratios
 // to the paired baseline and of the differences, and print them.
 func TestReqLogicSummary(t *testing.T) {

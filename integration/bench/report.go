@@ -64,6 +64,12 @@ type summary struct {
 	KBVsNginx        float64 `json:"kb_per_conn_vs_nginx,omitempty"`
 	MBpsVsNginx      float64 `json:"mb_per_s_vs_nginx,omitempty"`
 	GzipVsNginx      float64 `json:"gzip_bytes_vs_nginx,omitempty"`
+	// CPU per request over nginx's run of the same repetition, run by run: on a
+	// machine whose speed drifts between runs, the pairs keep what one
+	// repetition shares (the spread of ratios of medians does not). BelowNginx
+	// counts the repetitions where it was under 1.
+	CPUVsNginxPaired spread `json:"cpu_vs_nginx_paired"`
+	BelowNginx       int    `json:"reps_below_nginx"`
 	// The syscalls shapes: calls per request by system call, medians.
 	Syscalls     map[string]float64 `json:"syscalls_per_req,omitempty"`
 	SyscallErrs  map[string]float64 `json:"syscall_errors_per_req,omitempty"`
@@ -157,8 +163,42 @@ func summarize(results, discarded []runResult) []summary {
 				out[i].GzipVsNginx = ratio(out[i].GzipBytes, n.GzipBytes)
 			}
 		}
+		if out[i].Proxy != "nginx" {
+			out[i].CPUVsNginxPaired, out[i].BelowNginx = pairedCPU(results, out[i].Shape, out[i].Proxy)
+		}
 	}
 	return out
+}
+
+// pairedCPU is proxy's CPU per request over nginx's in the same repetition of
+// shape, for each repetition both ran, and how many of those ratios are below 1.
+func pairedCPU(results []runResult, shape, proxy string) (spread, int) {
+	nginx := map[int]float64{}
+	for _, r := range results {
+		if r.Shape == shape && r.Proxy == "nginx" && r.Requests > 0 {
+			nginx[r.Rep] = r.CPUus
+		}
+	}
+	var ratios []float64
+	below := 0
+	for _, r := range results {
+		if n := nginx[r.Rep]; r.Shape == shape && r.Proxy == proxy && r.Requests > 0 && n > 0 {
+			ratios = append(ratios, r.CPUus/n)
+			if r.CPUus < n {
+				below++
+			}
+		}
+	}
+	return spreadOf(ratios), below
+}
+
+// fmtPaired prints the paired ratios' median and range, and in how many
+// repetitions the proxy was below nginx.
+func fmtPaired(s summary) string {
+	if s.CPUVsNginxPaired.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s, %d/%d below", fmtSpread(s.CPUVsNginxPaired, 2), s.BelowNginx, s.CPUVsNginxPaired.N)
 }
 
 // fmtSpread prints "median (min–max)" with the given precision.
@@ -271,16 +311,16 @@ func printTables(w io.Writer, sums []summary, titles map[string]string, skipped 
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Proxy, loc, fmtSpread(s.ReqPerSec, 0), fmtSpread(s.CPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s))
 			}
 		case "reqlogic", "log", "logbuf":
-			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tbaseline CPU µs/req\tCPU ×baseline\tCPU µs over baseline\tRSS MiB\terrors\treruns\t")
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tCPU ×nginx, paired\tbaseline CPU µs/req\tCPU ×baseline\tCPU µs over baseline\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
-					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.CPUOverBase, 2), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
+					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtPaired(s), fmtSpread(s.BaseCPUus, 1), fmtSpread(s.CPUVsBase, 3), fmtSpread(s.CPUOverBase, 2), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		default:
-			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tof which user µs/req\tRSS MiB\terrors\treruns\t")
+			fmt.Fprintln(tw, "proxy\treq/s\treq/s ×nginx\tCPU µs/req\tCPU ×nginx\tCPU ×nginx, paired\tof which user µs/req\tRSS MiB\terrors\treruns\t")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
-					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtSpread(s.UserCPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Proxy, fmtSpread(s.ReqPerSec, 0), fmtRatio(s.ReqPerSecVsNginx),
+					fmtSpread(s.CPUus, 1), fmtRatio(s.CPUVsNginx), fmtPaired(s), fmtSpread(s.UserCPUus, 1), fmtSpread(s.RSSMiB, 1), errCol(s), s.Reruns)
 			}
 		}
 		tw.Flush()
