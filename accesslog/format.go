@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -25,6 +26,11 @@ type Format struct {
 	Name   string
 	Escape Escape
 	ops    []op
+	// combined: the format is nginx's combined (its text, default escaping, the
+	// core's variables), which appendCombined formats without the ops.
+	// timeLocal is $time_local's getter, for the loop's copy (loopState.time).
+	combined  bool
+	timeLocal func(dst []byte, r *httpcore.Request, param string) []byte
 }
 
 // opKind is what an op appends.
@@ -89,8 +95,10 @@ const combinedFormat = `$remote_addr - $remote_user [$time_local] "$request" $st
 // followed by anything else being an error.
 func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []string, pos conf.Pos) (*Format, error) {
 	f := &Format{Name: name, Escape: esc}
-	var lit strings.Builder
+	var lit, text strings.Builder
+	var names []string // the variables' names; "" for one the configuration declares
 	for _, s := range parts {
+		text.WriteString(s)
 		for i := 0; i < len(s); i++ {
 			if s[i] != '$' {
 				lit.WriteByte(s[i])
@@ -120,6 +128,14 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 			if err != nil {
 				return nil, err
 			}
+			v, _ := ref.Variable()
+			names = append(names, "")
+			if v != nil {
+				names[len(names)-1] = v.Name
+				if v.Name == "time_local" {
+					f.timeLocal = v.Get
+				}
+			}
 			o := varOp(ref)
 			o.setLit(lit.String())
 			lit.Reset()
@@ -131,6 +147,8 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 		o.setLit(lit.String())
 		f.ops = append(f.ops, o)
 	}
+	f.combined = esc == EscapeDefault && text.String() == combinedFormat &&
+		slices.Equal(names, []string{"remote_addr", "remote_user", "time_local", "request", "status", "body_bytes_sent", "http_", "http_"})
 	return f, nil
 }
 
@@ -149,6 +167,9 @@ func isVarChar(c byte) bool {
 
 // appendLine formats the line for r into dst (without the line end).
 func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
+	if f.combined {
+		return ls.appendCombined(f, dst, r)
+	}
 	for i := range f.ops {
 		o := &f.ops[i]
 		if n := len(dst); o.litShort && cap(dst)-n >= 8 {

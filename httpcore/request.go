@@ -316,6 +316,10 @@ func (r *Request) ConnectionRequests() int { return int(r.c.requests) }
 // Status is the status sent to the client, 0 before the response head went out.
 func (r *Request) Status() int { return r.status }
 
+// BodyBytesSent is $body_bytes_sent: nginx's c->sent - r->header_size, so chunk
+// framing counts as body.
+func (r *Request) BodyBytesSent() int64 { return max(r.wireSent-r.headSize, 0) }
+
 // Seq identifies the request among those its worker started: a module that keeps
 // state for a request in a reused context (Ctx) tells its own from a previous
 // request's by it.

@@ -131,8 +131,7 @@ var coreVariables = []Variable{
 		return append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
 	}},
 	{Name: "body_bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte {
-		// nginx's c->sent - r->header_size: chunk framing counts as body.
-		return strconv.AppendInt(dst, max(r.wireSent-r.headSize, 0), 10)
+		return strconv.AppendInt(dst, r.BodyBytesSent(), 10)
 	}},
 	{Name: "bytes_sent", Get: func(dst []byte, r *Request, _ string) []byte { return strconv.AppendInt(dst, r.wireSent, 10) }},
 	{Name: "request_length", Get: func(dst []byte, r *Request, _ string) []byte {

@@ -1,0 +1,104 @@
+package accesslog
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/httpcore"
+	"github.com/numaproxy/numaproxy/internal/looptest"
+	"github.com/numaproxy/numaproxy/proxy"
+	"github.com/numaproxy/numaproxy/rewrite"
+	"github.com/numaproxy/numaproxy/upstream"
+)
+
+// TestCombinedAsOps: appendCombined writes what the format's ops write, byte for
+// byte, for requests with and without the fields it reads, their names in any
+// case and repeated, values to escape, a user from Authorization, and statuses
+// and body sizes of several handlers; and a log_format is formatted that way
+// only when it is combined's text with default escaping.
+func TestCombinedAsOps(t *testing.T) {
+	up := looptest.Upstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+	addr := looptest.Addr(t)
+	reg := conf.MustRegistry(upstream.Module, httpcore.Module, rewrite.Module, proxy.Module, Module, onLogModule)
+	cfg, _ := looptest.Load(t, reg, `events {}
+http {
+  log_format mine '$remote_addr - $remote_user [$time_local] '
+                  '"$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
+  log_format json escape=json '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
+  log_format other '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" ';
+  log_format swapped '$remote_addr - $remote_user [$time_local] "$request" $status $bytes_sent "$http_referer" "$http_user_agent"';
+  upstream app { server `+up+`; keepalive 8; }
+  server {
+    listen `+addr+`;
+    keepalive_requests 1000000;
+    access_log /dev/null;
+    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location /r { return 201 "created\n"; }
+    location /mine { access_log /dev/null mine; access_log /dev/null json; access_log /dev/null other;
+                     access_log /dev/null swapped; return 200; }
+  }
+}
+`)
+	looptest.Start(t, cfg, nil, addr)
+
+	type result struct {
+		combined, ops []byte
+		formats       []*Format
+	}
+	results := make(chan result, 1)
+	f := func(r *httpcore.Request) {
+		lc := r.LocConf(self).(*LocConf)
+		ls := r.Worker().State(key).(*loopState)
+		var res result
+		for _, lg := range lc.Logs {
+			res.formats = append(res.formats, lg.Format)
+		}
+		if f := lc.Logs[0].Format; f.combined {
+			res.combined = f.appendLine(ls, nil, r)
+			ops := *f
+			ops.combined = false
+			res.ops = ops.appendLine(ls, nil, r)
+		}
+		results <- res
+	}
+	onLog.Store(&f)
+	defer onLog.Store(nil)
+
+	b64 := base64.StdEncoding.EncodeToString
+	reqs := []string{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /r?x=1 HTTP/1.1\r\nHost: a\r\nuser-AGENT: curl/8.0\r\nREFERER: http://a/b?c=d\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nUser-Agent: first\r\nUser-Agent: second\r\nReferer: one\r\nReferer: two\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nUser-Agent: q\"uo\\te \xc3\xa9\xff end\r\nReferer: \xe2\x82\xac\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nUser-Agent: tab\tin it\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nUser-Agent: del\x7f\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nAuthorization: Basic " + b64([]byte("alice:secret")) + "\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nauthorization: basic " + b64([]byte("al\"i\\ce\xff:pw")) + "\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nAuthorization: Basic !!!\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer abc\r\nAuthorization: Basic " + b64([]byte("bob:x")) + "\r\n\r\n",
+		"GET /r HTTP/1.1\r\nHost: a\r\nUser-Agent: " + strings.Repeat("long agent ", 300) + "\r\n\r\n",
+		"GET /a%22b\"c?\xe9=1 HTTP/1.1\r\nHost: a\r\nX-User-Agent: not this\r\nUser_Agent: nor this\r\n\r\n",
+		"GET /nothing/here HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nUser-Agent: \r\n\r\n",
+		"GET /mine HTTP/1.1\r\nHost: a\r\nUser-Agent: mine\r\n\r\n",
+	}
+	var last result
+	for _, req := range reqs {
+		looptest.Dial(t, addr).RoundTrip(t, []byte(req))
+		res := <-results
+		if res.combined == nil {
+			t.Fatalf("%.40q: not formatted as combined", req)
+		}
+		if !bytes.Equal(res.combined, res.ops) {
+			t.Errorf("%.40q:\ncombined %q\nops      %q", req, res.combined, res.ops)
+		}
+		last = res
+	}
+	for i, want := range []bool{true, false, false, false} {
+		if got := last.formats[i].combined; got != want {
+			t.Errorf("log_format %s: combined %v, want %v", last.formats[i].Name, got, want)
+		}
+	}
+}
