@@ -3,7 +3,6 @@ package accesslog
 import (
 	"bytes"
 	"encoding/binary"
-	"strconv"
 
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
@@ -71,11 +70,12 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	}
 
 	dst = putLit(dst, litDash, 3, " - ")
-	start = len(dst)
 	if auth >= 0 {
-		dst = httpcore.AppendBasicUser(dst, h.Value(auth))
+		start = len(dst)
+		dst = ls.value(httpcore.AppendBasicUser(dst, h.Value(auth)), start)
+	} else {
+		dst = append(dst, '-')
 	}
-	dst = ls.value(dst, start)
 
 	dst = putLit(dst, litOpen, 2, " [")
 	if now := r.Worker().Loop().Now(); ls.timeText == nil || now.Unix() != ls.timeSec {
@@ -99,20 +99,22 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	st := r.Status() // nginx's "%03ui"
 	dst = append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
 	dst = putLit(dst, litSp, 1, " ")
-	dst = strconv.AppendInt(dst, r.BodyBytesSent(), 10)
+	dst = appendUint(dst, uint64(r.BodyBytesSent()))
 
 	dst = putLit(dst, litSpQ, 2, " \"")
-	start = len(dst)
 	if ref >= 0 {
-		dst = append(dst, h.Value(ref)...)
+		start = len(dst)
+		dst = ls.value(append(dst, h.Value(ref)...), start)
+	} else {
+		dst = append(dst, '-')
 	}
-	dst = ls.value(dst, start)
 	dst = putLit(dst, litQSpQ, 3, "\" \"")
-	start = len(dst)
 	if ua >= 0 {
-		dst = append(dst, h.Value(ua)...)
+		start = len(dst)
+		dst = ls.value(append(dst, h.Value(ua)...), start)
+	} else {
+		dst = append(dst, '-')
 	}
-	dst = ls.value(dst, start)
 	return putLit(dst, litQuote, 1, "\"")
 }
 
@@ -123,8 +125,27 @@ func (ls *loopState) value(dst []byte, start int) []byte {
 		return append(dst, '-')
 	}
 	if i := indexEscaped(dst[start:]); i >= 0 {
-		ls.val = append(ls.val[:0], dst[start+i:]...)
-		dst = appendEscaped(dst[:start+i], ls.val)
+		return ls.escapeFrom(dst, start+i)
 	}
 	return dst
+}
+
+// escapeFrom escapes dst from i on.
+func (ls *loopState) escapeFrom(dst []byte, i int) []byte {
+	ls.val = append(ls.val[:0], dst[i:]...)
+	return appendEscaped(dst[:i], ls.val)
+}
+
+// appendUint is strconv.AppendUint's base 10 without its calls: a body size has a
+// few digits.
+func appendUint(dst []byte, n uint64) []byte {
+	var b [20]byte
+	i := len(b) - 1
+	for n >= 10 {
+		b[i] = byte('0' + n%10)
+		n /= 10
+		i--
+	}
+	b[i] = byte('0' + n)
+	return append(dst, b[i:]...)
 }

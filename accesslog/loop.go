@@ -367,14 +367,12 @@ func (ls *loopState) handOff(p *pending) {
 
 // takeBack returns the buffers the writer is done with to the loop's pool.
 func (ls *loopState) takeBack() {
-	for {
-		select {
-		case b := <-ls.back:
-			ls.out--
-			ls.loop.Pool().Put(b[:cap(b)])
-		default:
-			return
-		}
+	// Only the loop receives: a buffer counted is there (len, unlike a select,
+	// takes no lock).
+	for len(ls.back) > 0 {
+		b := <-ls.back
+		ls.out--
+		ls.loop.Pool().Put(b[:cap(b)])
 	}
 }
 
