@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/numaproxy/numaproxy/httpcore"
 	"github.com/numaproxy/numaproxy/httpcore/http1"
@@ -14,7 +15,6 @@ var (
 	litOpen  = litWord(" [")
 	litClose = litWord("] \"")
 	litQSp   = litWord("\" ")
-	litSp    = litWord(" ")
 	litSpQ   = litWord(" \"")
 	litQSpQ  = litWord("\" \"")
 	litQuote = litWord("\"")
@@ -26,13 +26,15 @@ func litWord(s string) uint64 {
 	return binary.LittleEndian.Uint64(w[:])
 }
 
-// putLit appends the n bytes of w, one store where eight bytes are left (else s).
-func putLit(dst []byte, w uint64, n int, s string) []byte {
-	if l := len(dst); cap(dst)-l >= 8 {
-		binary.LittleEndian.PutUint64(dst[l:l+8], w)
-		return dst[:l+n]
+// putLit appends the first n bytes of w, in one store (the buffer grows by
+// eight where they are not left, as append grows it).
+func putLit(dst []byte, w uint64, n int) []byte {
+	if cap(dst)-len(dst) < 8 {
+		dst = slices.Grow(dst, 8)
 	}
-	return append(dst, s...)
+	l := len(dst)
+	binary.LittleEndian.PutUint64(dst[l:l+8], w)
+	return dst[:l+n]
 }
 
 // appendCombined is appendLine for nginx's combined format, the default of
@@ -69,7 +71,7 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 		}
 	}
 
-	dst = putLit(dst, litDash, 3, " - ")
+	dst = putLit(dst, litDash, 3)
 	if auth >= 0 {
 		start = len(dst)
 		dst = ls.value(httpcore.AppendBasicUser(dst, h.Value(auth)), start)
@@ -77,14 +79,14 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 		dst = append(dst, '-')
 	}
 
-	dst = putLit(dst, litOpen, 2, " [")
+	dst = putLit(dst, litOpen, 2)
 	if now := r.Worker().Loop().Now(); ls.timeText == nil || now.Unix() != ls.timeSec {
 		ls.timeSec = now.Unix()
 		ls.timeText = f.timeLocal(ls.timeText[:0], r, "")
 	}
 	dst = append(dst, ls.timeText...)
 
-	dst = putLit(dst, litClose, 3, "] \"")
+	dst = putLit(dst, litClose, 3)
 	line := r.RawHead()
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
@@ -95,27 +97,26 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	start = len(dst)
 	dst = ls.value(append(dst, line...), start)
 
-	dst = putLit(dst, litQSp, 2, "\" ")
-	st := r.Status() // nginx's "%03ui"
-	dst = append(dst, byte('0'+st/100%10), byte('0'+st/10%10), byte('0'+st%10))
-	dst = putLit(dst, litSp, 1, " ")
+	// `" `, the status as nginx's "%03ui", ` `: one store.
+	st := uint64(r.Status())
+	dst = putLit(dst, litQSp|('0'+st/100%10)<<16|('0'+st/10%10)<<24|('0'+st%10)<<32|' '<<40, 6)
 	dst = appendUint(dst, uint64(r.BodyBytesSent()))
 
-	dst = putLit(dst, litSpQ, 2, " \"")
+	dst = putLit(dst, litSpQ, 2)
 	if ref >= 0 {
 		start = len(dst)
 		dst = ls.value(append(dst, h.Value(ref)...), start)
 	} else {
 		dst = append(dst, '-')
 	}
-	dst = putLit(dst, litQSpQ, 3, "\" \"")
+	dst = putLit(dst, litQSpQ, 3)
 	if ua >= 0 {
 		start = len(dst)
 		dst = ls.value(append(dst, h.Value(ua)...), start)
 	} else {
 		dst = append(dst, '-')
 	}
-	return putLit(dst, litQuote, 1, "\"")
+	return putLit(dst, litQuote, 1)
 }
 
 // value escapes the value appended to dst from start as the default escaping

@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bytes"
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,6 +38,7 @@ http {
     access_log /dev/null;
     location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
     location /r { return 201 "created\n"; }
+    location /nf { return 404; }
     location /mine { access_log /dev/null mine; access_log /dev/null json; access_log /dev/null other;
                      access_log /dev/null swapped; return 200; }
   }
@@ -82,6 +84,7 @@ http {
 		"GET /r HTTP/1.1\r\nHost: a\r\nUser-Agent: " + strings.Repeat("long agent ", 300) + "\r\n\r\n",
 		"GET /a%22b\"c?\xe9=1 HTTP/1.1\r\nHost: a\r\nX-User-Agent: not this\r\nUser_Agent: nor this\r\n\r\n",
 		"GET /nothing/here HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nUser-Agent: \r\n\r\n",
+		"GET /nf HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET /mine HTTP/1.1\r\nHost: a\r\nUser-Agent: mine\r\n\r\n",
 	}
 	var last result
@@ -99,6 +102,14 @@ http {
 	for i, want := range []bool{true, false, false, false} {
 		if got := last.formats[i].combined; got != want {
 			t.Errorf("log_format %s: combined %v, want %v", last.formats[i].Name, got, want)
+		}
+	}
+}
+
+func TestAppendUint(t *testing.T) {
+	for _, n := range []uint64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 65535, 1 << 32, 1<<64 - 1} {
+		if got, want := appendUint([]byte("x"), n), strconv.AppendUint([]byte("x"), n, 10); !bytes.Equal(got, want) {
+			t.Errorf("%d: %q, want %q", n, got, want)
 		}
 	}
 }
