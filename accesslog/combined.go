@@ -17,7 +17,6 @@ var (
 	litQSp   = litWord("\" ")
 	litSpQ   = litWord(" \"")
 	litQSpQ  = litWord("\" \"")
-	litQuote = litWord("\"")
 )
 
 func litWord(s string) uint64 {
@@ -37,8 +36,9 @@ func putLit(dst []byte, w uint64, n int) []byte {
 	return dst[:l+n]
 }
 
-// appendCombined is appendLine for nginx's combined format, the default of
-// access_log and the most used: each value read from the request directly, the
+// appendCombined is appendLine for nginx's combined format (to its
+// $http_user_agent), the default of access_log and the most used, and the start
+// of others (nginx's main): each value read from the request directly, the
 // three fields it names found in one pass over the head, $time_local copied from
 // the loop's copy of the second's text. It writes what the ops would, byte for
 // byte (TestCombinedAsOps); the ops' generic dispatch, eight times a line, was
@@ -112,11 +112,9 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	dst = putLit(dst, litQSpQ, 3)
 	if ua >= 0 {
 		start = len(dst)
-		dst = ls.value(append(dst, h.Value(ua)...), start)
-	} else {
-		dst = append(dst, '-')
+		return ls.value(append(dst, h.Value(ua)...), start)
 	}
-	return putLit(dst, litQuote, 1)
+	return append(dst, '-')
 }
 
 // value escapes the value appended to dst from start as the default escaping

@@ -31,6 +31,11 @@ http {
   log_format json escape=json '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
   log_format other '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" ';
   log_format swapped '$remote_addr - $remote_user [$time_local] "$request" $status $bytes_sent "$http_referer" "$http_user_agent"';
+  log_format main '$remote_addr - $remote_user [$time_local] "$request" '
+                  '$status $body_bytes_sent "$http_referer" '
+                  '"$http_user_agent" "$http_x_forwarded_for"';
+  log_format uax '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent_x"';
+  log_format short '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent';
   upstream app { server `+up+`; keepalive 8; }
   server {
     listen `+addr+`;
@@ -40,29 +45,32 @@ http {
     location /r { return 201 "created\n"; }
     location /nf { return 404; }
     location /mine { access_log /dev/null mine; access_log /dev/null json; access_log /dev/null other;
-                     access_log /dev/null swapped; return 200; }
+                     access_log /dev/null swapped; access_log /dev/null main; access_log /dev/null uax;
+                     access_log /dev/null short; return 200; }
   }
 }
 `)
 	looptest.Start(t, cfg, nil, addr)
 
-	type result struct {
+	// Each log's format: its line as formatted, and as its ops alone format it.
+	type line struct {
+		f             *Format
 		combined, ops []byte
-		formats       []*Format
 	}
-	results := make(chan result, 1)
+	results := make(chan []line, 1)
 	f := func(r *httpcore.Request) {
 		lc := r.LocConf(self).(*LocConf)
 		ls := r.Worker().State(key).(*loopState)
-		var res result
+		var res []line
 		for _, lg := range lc.Logs {
-			res.formats = append(res.formats, lg.Format)
-		}
-		if f := lc.Logs[0].Format; f.combined {
-			res.combined = f.appendLine(ls, nil, r)
-			ops := *f
-			ops.combined = false
-			res.ops = ops.appendLine(ls, nil, r)
+			l := line{f: lg.Format}
+			if lg.Format.combined {
+				l.combined = lg.Format.appendLine(ls, nil, r)
+				ops := *lg.Format
+				ops.combined = false
+				l.ops = ops.appendLine(ls, nil, r)
+			}
+			res = append(res, l)
 		}
 		results <- res
 	}
@@ -86,23 +94,29 @@ http {
 		"GET /nothing/here HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nUser-Agent: \r\n\r\n",
 		"GET /nf HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET /mine HTTP/1.1\r\nHost: a\r\nUser-Agent: mine\r\n\r\n",
+		"GET /mine HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2\r\nReferer: \"r\"\r\n\r\n",
 	}
-	var last result
+	var last []line
 	for _, req := range reqs {
 		looptest.Dial(t, addr).RoundTrip(t, []byte(req))
-		res := <-results
-		if res.combined == nil {
+		last = <-results
+		for _, l := range last {
+			if !bytes.Equal(l.combined, l.ops) {
+				t.Errorf("%.40q, log_format %s:\ncombined %q\nops      %q", req, l.f.Name, l.combined, l.ops)
+			}
+		}
+		if !last[0].f.combined {
 			t.Fatalf("%.40q: not formatted as combined", req)
 		}
-		if !bytes.Equal(res.combined, res.ops) {
-			t.Errorf("%.40q:\ncombined %q\nops      %q", req, res.combined, res.ops)
-		}
-		last = res
 	}
-	for i, want := range []bool{true, false, false, false} {
-		if got := last.formats[i].combined; got != want {
-			t.Errorf("log_format %s: combined %v, want %v", last.formats[i].Name, got, want)
+	want := map[string]bool{"mine": true, "json": false, "other": true, "swapped": false, "main": true, "uax": false, "short": false}
+	for _, l := range last {
+		if l.f.combined != want[l.f.Name] {
+			t.Errorf("log_format %s: combined %v, want %v", l.f.Name, l.f.combined, want[l.f.Name])
 		}
+	}
+	if len(last) != len(want) {
+		t.Errorf("%d logs, want %d", len(last), len(want))
 	}
 }
 

@@ -26,8 +26,10 @@ type Format struct {
 	Name   string
 	Escape Escape
 	ops    []op
-	// combined: the format is nginx's combined (its text, default escaping, the
-	// core's variables), which appendCombined formats without the ops.
+	// combined: the format begins as nginx's combined does (its text to
+	// $http_user_agent, default escaping, the core's variables), which
+	// appendCombined formats without the ops; the ops after its eight go on from
+	// there (combined's closing quote, or more as in nginx's sample format main).
 	// timeLocal is $time_local's getter, for the loop's copy (loopState.time).
 	combined  bool
 	timeLocal func(dst []byte, r *httpcore.Request, param string) []byte
@@ -88,7 +90,14 @@ func varOp(ref httpcore.Ref) op {
 }
 
 // combinedFormat is nginx's predefined combined format.
-const combinedFormat = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
+const combinedFormat = combinedPrefix + `"`
+
+// combinedPrefix is what appendCombined formats: combined's first eight
+// variables (combinedOps) and the text between them.
+const (
+	combinedPrefix = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent`
+	combinedOps    = 8
+)
 
 // compileFormat parses the strings of a log_format, joined as nginx joins them (no
 // separator), as nginx's ngx_http_log_compile_format: "$name" and "${name}", a "$"
@@ -147,8 +156,9 @@ func compileFormat(vars *httpcore.Variables, name string, esc Escape, parts []st
 		o.setLit(lit.String())
 		f.ops = append(f.ops, o)
 	}
-	f.combined = esc == EscapeDefault && text.String() == combinedFormat &&
-		slices.Equal(names, []string{"remote_addr", "remote_user", "time_local", "request", "status", "body_bytes_sent", "http_", "http_"})
+	f.combined = esc == EscapeDefault && strings.HasPrefix(text.String(), combinedPrefix) && len(f.ops) > combinedOps &&
+		slices.Equal(names[:combinedOps], []string{"remote_addr", "remote_user", "time_local", "request", "status", "body_bytes_sent", "http_", "http_"}) &&
+		f.ops[6].param == "referer" && f.ops[7].param == "user-agent"
 	return f, nil
 }
 
@@ -167,11 +177,13 @@ func isVarChar(c byte) bool {
 
 // appendLine formats the line for r into dst (without the line end).
 func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []byte {
+	ops := f.ops
 	if f.combined {
-		return ls.appendCombined(f, dst, r)
+		dst = ls.appendCombined(f, dst, r)
+		ops = ops[combinedOps:]
 	}
-	for i := range f.ops {
-		o := &f.ops[i]
+	for i := range ops {
+		o := &ops[i]
 		if n := len(dst); o.litShort && cap(dst)-n >= 8 {
 			// The literal text between variables is a few bytes: " - ", " [".
 			binary.LittleEndian.PutUint64(dst[n:n+8], o.litWord)
