@@ -181,6 +181,9 @@ func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []by
 	if f.combined {
 		dst = ls.appendCombined(f, dst, r)
 		ops = ops[combinedOps:]
+		if o := &ops[0]; len(ops) == 1 && o.kind == opLit && o.litShort {
+			return putLit(dst, o.litWord, len(o.lit)) // combined's closing quote
+		}
 	}
 	for i := range ops {
 		o := &ops[i]
