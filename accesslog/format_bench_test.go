@@ -37,10 +37,18 @@ const benchRequest = "GET /api/items?id=42&page=3 HTTP/1.1\r\nHost: example.com\
 // BenchmarkFormatLine is the log phase handler (logHandler, as the loop calls it)
 // run b.N times on one proxied request, filled as it ends, logged in one format to
 // a file with buffer=64k: formatting the line and putting it in the loop's buffer,
-// without the writer's work (full buffers go to /dev/null).
+// without the writer's work (full buffers go to /dev/null). combined-bare is
+// combined for the request wrk sends (make bench's log shapes): no User-Agent,
+// no Referer.
 func BenchmarkFormatLine(b *testing.B) {
-	for _, format := range []string{"combined", "json", "timing"} {
-		b.Run(format, func(b *testing.B) {
+	for _, bc := range []struct{ name, format, req string }{
+		{"combined", "combined", benchRequest},
+		{"combined-bare", "combined", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"},
+		{"json", "json", benchRequest},
+		{"timing", "timing", benchRequest},
+	} {
+		format := bc.format
+		b.Run(bc.name, func(b *testing.B) {
 			up := looptest.Upstream(b, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
 			addr := looptest.Addr(b)
 			reg := conf.MustRegistry(upstream.Module, httpcore.Module, rewrite.Module, proxy.Module, Module, onLogModule)
@@ -71,7 +79,7 @@ http {
 				}
 			}
 			onLog.Store(&w)
-			k.RoundTrip(b, []byte(benchRequest))
+			k.RoundTrip(b, []byte(bc.req))
 			<-warm
 			var line []byte
 			var cpu time.Duration
@@ -89,7 +97,7 @@ http {
 			}
 			onLog.Store(&f)
 			b.ReportAllocs()
-			if st := k.RoundTrip(b, []byte(benchRequest)); st != 200 {
+			if st := k.RoundTrip(b, []byte(bc.req)); st != 200 {
 				b.Fatalf("status %d", st)
 			}
 			<-done
