@@ -102,27 +102,37 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	dst = putLit(dst, litQSp|('0'+st/100%10)<<16|('0'+st/10%10)<<24|('0'+st%10)<<32|' '<<40, 6)
 	dst = appendUint(dst, uint64(r.BodyBytesSent()))
 
+	// A field that is there and empty is found: nothing between the quotes.
 	dst = putLit(dst, litSpQ, 2)
 	if ref >= 0 {
-		start = len(dst)
-		dst = ls.value(append(dst, h.Value(ref)...), start)
+		dst = ls.escaped(dst, h.Value(ref))
 	} else {
 		dst = append(dst, '-')
 	}
 	dst = putLit(dst, litQSpQ, 3)
 	if ua >= 0 {
-		start = len(dst)
-		return ls.value(append(dst, h.Value(ua)...), start)
+		return ls.escaped(dst, h.Value(ua))
 	}
 	return append(dst, '-')
 }
 
+// escaped appends v as the default escaping writes a found value.
+func (ls *loopState) escaped(dst, v []byte) []byte {
+	start := len(dst)
+	return ls.escapeTail(append(dst, v...), start)
+}
+
 // value escapes the value appended to dst from start as the default escaping
-// does: "-" for an empty one.
+// does: "-" for an empty one (not found).
 func (ls *loopState) value(dst []byte, start int) []byte {
 	if len(dst) == start {
 		return append(dst, '-')
 	}
+	return ls.escapeTail(dst, start)
+}
+
+// escapeTail escapes what dst holds from start on, where it needs it.
+func (ls *loopState) escapeTail(dst []byte, start int) []byte {
 	if i := indexEscaped(dst[start:]); i >= 0 {
 		return ls.escapeFrom(dst, start+i)
 	}

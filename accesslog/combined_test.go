@@ -93,6 +93,7 @@ http {
 		"GET /a%22b\"c?\xe9=1 HTTP/1.1\r\nHost: a\r\nX-User-Agent: not this\r\nUser_Agent: nor this\r\n\r\n",
 		"GET /nothing/here HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nUser-Agent: \r\n\r\n",
 		"GET /nf HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /mine HTTP/1.1\r\nHost: a\r\nReferer:\r\nUser-Agent:\r\nX-Forwarded-For:\r\n\r\n",
 		"GET /mine HTTP/1.1\r\nHost: a\r\nUser-Agent: mine\r\n\r\n",
 		"GET /mine HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2\r\nReferer: \"r\"\r\n\r\n",
 	}

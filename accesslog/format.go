@@ -60,8 +60,10 @@ type op struct {
 	// plain: the variable's values never hold a byte an escaping changes, so
 	// they are not looked at.
 	plain bool
-	// emptyFound: an empty value is a value, not "-" (Variable.EmptyFound).
+	// emptyFound: an empty value is a value, not "-" (Variable.EmptyFound);
+	// found says so for this request's (Variable.Found).
 	emptyFound bool
+	found      func(r *httpcore.Request, param string) bool
 }
 
 // plainVars are the variables whose values are digits, times, "-", "." and
@@ -86,7 +88,7 @@ func varOp(ref httpcore.Ref) op {
 	case v.Name == "remote_addr":
 		return op{kind: opRemoteAddr}
 	}
-	return op{kind: opGet, get: v.Get, param: param, plain: plainVars[v.Name], emptyFound: v.EmptyFound}
+	return op{kind: opGet, get: v.Get, param: param, plain: plainVars[v.Name], emptyFound: v.EmptyFound, found: v.Found}
 }
 
 // combinedFormat is nginx's predefined combined format.
@@ -214,7 +216,7 @@ func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []by
 		switch f.Escape {
 		case EscapeDefault:
 			if len(dst) == start {
-				if !o.emptyFound {
+				if !o.emptyFound && (o.found == nil || !o.found(r, o.param)) {
 					dst = append(dst, '-')
 				}
 			} else if !o.plain {

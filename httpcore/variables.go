@@ -33,6 +33,11 @@ type Variable struct {
 	// arguments), where for the others it means nginx's "not found", which an
 	// access log in the default escaping shows as "-".
 	EmptyFound bool
+	// Found, for a family whose member can be there and empty (a field "X:", an
+	// argument "a=", a cookie "a="), reports whether it is: nginx's value is then
+	// found and empty, which an access log writes as nothing, where it writes "-"
+	// for one not found. Called only for an empty value.
+	Found func(r *Request, param string) bool
 }
 
 // Variables is a registry: every module's variables by name. A configuration's

@@ -26,13 +26,23 @@ var coreVariables = []Variable{
 	{Name: "http_", Prefix: true, Param: func(rest string) string {
 		// $http_user_agent names User-Agent: underscores stand for dashes.
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
-	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) }},
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendHTTPVar(dst, name) },
+		Found: func(r *Request, name string) bool { return r.httpVarFound(name) }},
 	{Name: "cookie_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
-		return append(dst, cookieValue(r.headerValue("cookie"), name)...)
+		v, _ := CookieValue(&r.req.Headers, name)
+		return append(dst, v...)
+	}, Found: func(r *Request, name string) bool {
+		_, found := CookieValue(&r.req.Headers, name)
+		return found
 	}},
 	{Name: "arg_", Prefix: true, Get: func(dst []byte, r *Request, name string) []byte {
 		q, _ := r.Args()
-		return append(dst, argValue(q, name)...)
+		v, _ := ArgValue(q, name)
+		return append(dst, v...)
+	}, Found: func(r *Request, name string) bool {
+		q, _ := r.Args()
+		_, found := ArgValue(q, name)
+		return found
 	}},
 	{Name: "remote_addr", Get: func(dst []byte, r *Request, _ string) []byte { return AppendAddr(dst, r.RemoteAddr()) }},
 	{Name: "binary_remote_addr", Get: func(dst []byte, r *Request, _ string) []byte {
@@ -157,7 +167,8 @@ var coreVariables = []Variable{
 	}},
 	{Name: "sent_http_", Prefix: true, Param: func(rest string) string {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
-	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) }},
+	}, Get: func(dst []byte, r *Request, name string) []byte { return r.appendSentHTTP(dst, name) },
+		Found: func(r *Request, name string) bool { return r.sentHTTPFound(name) }},
 	// A trailer field of the response (add_trailer's; nginx's grpc_pass also
 	// gives some, numaproxy has none, and an upstream's trailer is not passed on).
 	{Name: "sent_trailer_", Prefix: true, Param: func(rest string) string {
@@ -305,6 +316,24 @@ func (r *Request) appendSentHTTP(dst []byte, name string) []byte {
 	return dst
 }
 
+// sentHTTPFound reports whether the response has a field called name (an empty
+// $sent_http_NAME is then found). The fields appendSentHTTP makes up are never
+// empty.
+func (r *Request) sentHTTPFound(name string) bool {
+	if !r.headerSent {
+		return false
+	}
+	if _, ok := fieldInLines(r.carried, name); ok {
+		return true
+	}
+	for i := range r.out.fields {
+		if f := &r.out.fields[i]; !f.deleted && equalFoldDash(f.name, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // appendSentTrailer is $sent_trailer_NAME (name lower-case, with dashes): the first
 // trailer field AddTrailer added called name.
 func (r *Request) appendSentTrailer(dst []byte, name string) []byte {
@@ -372,6 +401,22 @@ func (r *Request) appendHTTPVar(dst []byte, name string) []byte {
 	return dst
 }
 
+// httpVarFound reports whether the request has a field appendHTTPVar takes for
+// name (an empty $http_NAME is then found).
+func (r *Request) httpVarFound(name string) bool {
+	h := &r.req.Headers
+	switch name {
+	case "cookie", "x-forwarded-for", "host", "user-agent", "referer", "via":
+		return h.Index(name, 0) >= 0
+	}
+	for i := 0; i < h.Len(); i++ {
+		if equalFoldDash(h.Name(i), name) {
+			return true
+		}
+	}
+	return false
+}
+
 // equalFoldDash compares a field name with a lower-case name with dashes, ASCII
 // case-insensitively, "_" in the field name matching "-".
 func equalFoldDash(field []byte, name string) bool {
@@ -421,42 +466,64 @@ func AppendLowerHost(dst, host []byte) []byte {
 	return dst
 }
 
-// argValue finds name=value in a query string (names compare case-insensitively, as
-// nginx's $arg_).
-func argValue(q []byte, name string) []byte {
-	for len(q) > 0 {
-		pair := q
-		if i := bytes.IndexByte(q, '&'); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			q = nil
+// ArgValue is nginx's ngx_http_arg, $arg_NAME: the value of the first argument
+// called name (any case) followed by "=" in args, and whether there is one.
+func ArgValue(args []byte, name string) ([]byte, bool) {
+	for p := 0; p+len(name) < len(args); p++ {
+		// The name ends before the last byte, which leaves room for "=".
+		i := indexFold(args[p:len(args)-1], name)
+		if i < 0 {
+			return nil, false
 		}
-		k, v := pair, []byte(nil)
-		if i := bytes.IndexByte(pair, '='); i >= 0 {
-			k, v = pair[:i], pair[i+1:]
-		}
-		if http1.EqualFold(k, name) {
-			return v
+		p += i
+		if (p == 0 || args[p-1] == '&') && args[p+len(name)] == '=' {
+			v := args[p+len(name)+1:]
+			if j := bytes.IndexByte(v, '&'); j >= 0 {
+				v = v[:j]
+			}
+			return v, true
 		}
 	}
-	return nil
+	return nil, false
 }
 
-// cookieValue finds a cookie in a Cookie header ("a=1; b=2").
-func cookieValue(h []byte, name string) []byte {
-	for len(h) > 0 {
-		item := h
-		if i := bytes.IndexByte(h, ';'); i >= 0 {
-			item, h = h[:i], h[i+1:]
-		} else {
-			h = nil
-		}
-		item = bytes.TrimSpace(item)
-		if i := bytes.IndexByte(item, '='); i >= 0 && string(item[:i]) == name {
-			return item[i+1:]
+func indexFold(s []byte, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if http1.EqualFold(s[i:i+len(sub)], sub) {
+			return i
 		}
 	}
-	return nil
+	return -1
+}
+
+// CookieValue is nginx 1.22's $cookie_NAME (ngx_http_parse_multi_header_lines):
+// the value of the first cookie called name (any case) in the Cookie fields, in
+// order, and whether there is one. Cookies are separated by ";" or ","; spaces may
+// surround the "="; the value runs to the next ";", spaces and commas included.
+func CookieValue(h *http1.Headers, name string) ([]byte, bool) {
+	for i := h.Index("cookie", 0); i >= 0; i = h.Index("cookie", i+1) {
+		v := h.Value(i)
+		for len(v) > 0 {
+			if len(v) >= len(name) && http1.EqualFold(v[:len(name)], name) {
+				rest := bytes.TrimLeft(v[len(name):], " ")
+				if len(rest) > 0 && rest[0] == '=' {
+					val := bytes.TrimLeft(rest[1:], " ")
+					if end := bytes.IndexByte(val, ';'); end >= 0 {
+						val = val[:end]
+					}
+					return val, true
+				}
+				v = rest
+			}
+			// Not this one: on after the next ";" or ",".
+			if end := bytes.IndexAny(v, ";,"); end >= 0 {
+				v = bytes.TrimLeft(v[end+1:], " ")
+			} else {
+				v = nil
+			}
+		}
+	}
+	return nil, false
 }
 
 // AppendSeconds formats d as nginx's seconds with milliseconds: "0.042".

@@ -64,6 +64,8 @@ var accessLogRequests = []struct {
 	{"POST /form HTTP/1.1\r\nHost: t\r\nContent-Length: 7\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nhello=1", 1},
 	{"POST /chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 1},
 	{"GET /old HTTP/1.0\r\n\r\n", 1},
+	// Referer and User-Agent there and empty: found, logged as "", not "-".
+	{"GET /b HTTP/1.1\r\nHost: t\r\nReferer:\r\nUser-Agent:\r\n\r\n", 1},
 	{"GET /p/x?y HTTP/1.1\r\nHost: t\r\n\r\n", 1},
 	{"POST /p/body HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world", 1},
 	{"POST /p/chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 1},

@@ -125,6 +125,10 @@ var varsSweepRequests = []struct{ name, raw string }{
 	{"proxied 200", "GET /p/ok?q=1&x=%20y HTTP/1.1\r\nHost: t\r\nUser-Agent: sweep/1.0\r\nReferer: http://ref.test/\r\n" +
 		"Cookie: c=v1; d=2\r\nX-Forwarded-For: 10.0.0.1\r\nVia: 1.1 hop\r\nAuthorization: Basic YWxpY2U6cHc=\r\n"},
 	{"proxied 404", "GET /p/notfound HTTP/1.1\r\nHost: t\r\n"},
+	{"fields, arguments and cookies there and empty", "GET /p/empty?q=&missing HTTP/1.1\r\nHost: t\r\nUser-Agent:\r\nReferer:\r\n" +
+		"Cookie: d=1, C =\r\nX-Missing:\r\nVia:\r\nX-Forwarded-For:\r\n"},
+	{"an argument without \"=\" before one with it, cookies in two fields", "GET /p/args?q&q=second HTTP/1.1\r\nHost: t\r\n" +
+		"Cookie: a=1\r\nCookie: d=2;  c = v2 ;x\r\n"},
 	{"proxied 502", "GET /dead/x HTTP/1.1\r\nHost: t\r\n"},
 	{"proxied 404 intercepted, error_page to a file", "GET /pi/notfound HTTP/1.1\r\nHost: t\r\n"},
 	{"proxy_pass with variables", "GET /pv/x?q=5 HTTP/1.1\r\nHost: t\r\n"},
@@ -250,6 +254,14 @@ func TestAccessLogVariablesMatchNginx(t *testing.T) {
 			return
 		case "/p/accel":
 			h.Set("X-Accel-Redirect", "/static/file.txt")
+			return
+		case "/p/empty":
+			// Fields there and empty: nginx's values found and empty, logged as
+			// nothing, not "-".
+			h["X-Up"] = []string{""}
+			h["Set-Cookie"] = []string{"sid=; Path=/"}
+			h["Cache-Control"] = []string{""}
+			io.WriteString(w, "empty fields\n")
 			return
 		case "/tr/trailer":
 			// A chunked response with a trailer field, as the request is HTTP/1.1.

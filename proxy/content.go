@@ -341,6 +341,9 @@ var variables = append(stateVariables, []httpcore.Variable{
 			}
 		}
 		return dst
+	}, Found: func(r *httpcore.Request, name string) bool {
+		h := upstreamFields(r)
+		return h != nil && h.Index(name, 0) >= 0
 	}},
 	{Name: "upstream_cookie_", Prefix: true, Compiled: useUpstreamFields, Get: func(dst []byte, r *httpcore.Request, name string) []byte {
 		// nginx: the value of the cookie name in the upstream's Set-Cookie fields.
@@ -352,6 +355,15 @@ var variables = append(stateVariables, []httpcore.Variable{
 			}
 		}
 		return dst
+	}, Found: func(r *httpcore.Request, name string) bool {
+		if h := upstreamFields(r); h != nil {
+			for i := h.Index("set-cookie", 0); i >= 0; i = h.Index("set-cookie", i+1) {
+				if _, ok := setCookieValue(h.Value(i), name); ok {
+					return true
+				}
+			}
+		}
+		return false
 	}},
 	{Name: "upstream_cache_status", Get: upstreamCacheStatus},
 	// nginx's $upstream_trailer_NAME reads the trailer fields an upstream module

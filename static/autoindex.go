@@ -13,6 +13,7 @@ import (
 
 	"github.com/numaproxy/numaproxy/errorlog"
 	"github.com/numaproxy/numaproxy/eventloop"
+	"github.com/numaproxy/numaproxy/httpcore"
 )
 
 // DirEntry is one line of a listing.
@@ -490,7 +491,7 @@ var (
 // sent) and checks it is a JavaScript name of at most 128 letters, digits, "_" and
 // ".".
 func jsonpCallback(args []byte) ([]byte, bool) {
-	v, found := argValue(args, "callback")
+	v, found := httpcore.ArgValue(args, "callback")
 	if !found {
 		return nil, true
 	}
@@ -504,25 +505,6 @@ func jsonpCallback(args []byte) ([]byte, bool) {
 		}
 	}
 	return v, true
-}
-
-// argValue is nginx's ngx_http_arg: the value of the first argument called name.
-func argValue(args []byte, name string) ([]byte, bool) {
-	for p := 0; p+len(name) < len(args); p++ {
-		i := indexFold(args[p:len(args)-1], name)
-		if i < 0 {
-			return nil, false
-		}
-		p += i
-		if (p == 0 || args[p-1] == '&') && args[p+len(name)] == '=' {
-			v := args[p+len(name)+1:]
-			if j := bytes.IndexByte(v, '&'); j >= 0 {
-				v = v[:j]
-			}
-			return v, true
-		}
-	}
-	return nil, false
 }
 
 func indexFold(s []byte, sub string) int {
