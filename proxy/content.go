@@ -42,7 +42,11 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq(), redirects: r.Redirects()}
+	// Cleared in place, then set: a composite literal is built on the stack and
+	// copied over the ~1 KB state.
+	ex.exchangeState = exchangeState{}
+	ex.r, ex.lc, ex.st, ex.firstTry, ex.vt, ex.ck = r, lc, st, st.w.Loop().Now(), vt, ck
+	ex.states, ex.seq, ex.redirects = states, r.Seq(), r.Redirects()
 	ex.resp.Reset()
 	ex.resp.Limits = http1.Limits{}
 	ex.gen++
