@@ -15,6 +15,14 @@ type Locations struct {
 	prefix []*prefixLoc // longest path first
 	regex  []*regexLoc
 	named  map[string]*conf.Location
+	// redirects are the prefix locations ending in "/" (but "/"), longest first,
+	// with that slash cut: the paths AutoRedirect answers.
+	redirects []redirectLoc
+}
+
+type redirectLoc struct {
+	path string
+	loc  *conf.Location
 }
 
 type prefixLoc struct {
@@ -43,6 +51,11 @@ func buildLocations(locs []*conf.Location) *Locations {
 
 	}
 	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].loc.Path) > len(l.prefix[j].loc.Path) })
+	for _, p := range l.prefix {
+		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") {
+			l.redirects = append(l.redirects, redirectLoc{p.loc.Path[:n-1], p.loc})
+		}
+	}
 	return l
 }
 
@@ -115,9 +128,9 @@ func (l *Locations) AutoRedirect(path []byte) *conf.Location {
 	if l == nil {
 		return nil
 	}
-	for _, p := range l.prefix {
-		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") && string(path) == p.loc.Path[:n-1] {
-			return p.loc
+	for i := range l.redirects {
+		if string(path) == l.redirects[i].path {
+			return l.redirects[i].loc
 		}
 	}
 	return nil
