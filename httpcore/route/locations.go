@@ -18,6 +18,9 @@ type Locations struct {
 	// redirects are the prefix locations ending in "/" (but "/"), longest first,
 	// with that slash cut: the paths AutoRedirect answers.
 	redirects []redirectLoc
+	// redirectLens has bit n set for a redirect path of n bytes (bit 63: 63 or more),
+	// so that most paths are answered without a comparison.
+	redirectLens uint64
 }
 
 type redirectLoc struct {
@@ -54,6 +57,7 @@ func buildLocations(locs []*conf.Location) *Locations {
 	for _, p := range l.prefix {
 		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") {
 			l.redirects = append(l.redirects, redirectLoc{p.loc.Path[:n-1], p.loc})
+			l.redirectLens |= 1 << min(n-1, 63)
 		}
 	}
 	return l
@@ -126,6 +130,9 @@ func (l *Locations) Named(name string) *conf.Location { return l.named[name] }
 // the location proxies. It returns that location.
 func (l *Locations) AutoRedirect(path []byte) *conf.Location {
 	if l == nil {
+		return nil
+	}
+	if l.redirectLens&(1<<min(len(path), 63)) == 0 {
 		return nil
 	}
 	for i := range l.redirects {

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -184,6 +185,20 @@ func TestAutoRedirect(t *testing.T) {
 	}
 	if locs.AutoRedirect([]byte("/")) != nil || locs.AutoRedirect([]byte("/dir/")) != nil {
 		t.Fatal("auto redirect where none is due")
+	}
+	// Paths of 63 bytes and more share one length bit: each is compared.
+	long, long2 := "/"+strings.Repeat("a", 70), "/"+strings.Repeat("a", 65)
+	cfg = loadConfig(t, "http { server { location "+long+"/ { } location "+long2+"/ { } location /dir/ { } } }")
+	locs = Build(cfg).Locations(cfg.HTTP.Servers[0])
+	for _, p := range []string{long, long2, "/dir"} {
+		if l := locs.AutoRedirect([]byte(p)); l == nil || l.Path != p+"/" {
+			t.Fatalf("%s: %+v", p, l)
+		}
+	}
+	for _, p := range []string{long[:len(long)-1], long + "a", "/"+strings.Repeat("b", 70), "/dix"} {
+		if l := locs.AutoRedirect([]byte(p)); l != nil {
+			t.Fatalf("%s: auto redirect to %s", p, l.Path)
+		}
 	}
 }
 
