@@ -195,7 +195,7 @@ func TestAutoRedirect(t *testing.T) {
 			t.Fatalf("%s: %+v", p, l)
 		}
 	}
-	for _, p := range []string{long[:len(long)-1], long + "a", "/"+strings.Repeat("b", 70), "/dix"} {
+	for _, p := range []string{long[:len(long)-1], long + "a", "/" + strings.Repeat("b", 70), "/dix"} {
 		if l := locs.AutoRedirect([]byte(p)); l != nil {
 			t.Fatalf("%s: auto redirect to %s", p, l.Path)
 		}
