@@ -221,3 +221,39 @@ server { listen 80; server_name api.example.com *.example.com;
 		}
 	}
 }
+
+// TestServerNameOnlyDefault: an address whose names all lead to its default server
+// answers without reading the Host; any other name or a regex keeps the search.
+func TestServerNameOnlyDefault(t *testing.T) {
+	for _, tc := range []struct {
+		http        string
+		onlyDefault bool
+	}{
+		{`server { listen 80; }`, true},
+		{`server { listen 80; server_name a.example *.example www.*; }`, true},
+		{`server { listen 80; server_name a; } server { listen 80; server_name a; }`, true}, // the first keeps a
+		{`server { listen 80; server_name a; } server { listen 80; server_name b; }`, false},
+		{`server { listen 80; server_name a; } server { listen 80 default_server; server_name b; }`, false},
+		{`server { listen 80; } server { listen 80; server_name *.b; }`, false},
+		{`server { listen 80; } server { listen 80; server_name b.*; }`, false},
+		{`server { listen 80; server_name ~^(?<x>.+)$; }`, false}, // its captures are set
+	} {
+		cfg := loadConfig(t, "http { "+tc.http+" }")
+		tbl := Build(cfg)
+		a := tbl.Addr(netip.MustParseAddrPort("10.0.0.1:80"))
+		if a.onlyDefault != tc.onlyDefault {
+			t.Errorf("%s: onlyDefault %v", tc.http, a.onlyDefault)
+		}
+		for _, host := range []string{"a", "A.b", "x.b", "b.x", "a.example", "www.x", "", "[::1]:80"} {
+			want := a.Default
+			func() {
+				a.onlyDefault = false
+				defer func() { a.onlyDefault = tc.onlyDefault }()
+				want, _ = a.ServerName([]byte(host))
+			}()
+			if got, _ := a.ServerName([]byte(host)); got != want {
+				t.Errorf("%s: Host %q: server %p, the full search %p", tc.http, host, got, want)
+			}
+		}
+	}
+}
