@@ -77,8 +77,8 @@ type exchangeState struct {
 	idle      *idleList // the keep-alive cache's list for peer, if takeIdle saw one
 	tried     upstream.Tried
 	tries     int
-	firstTry  time.Time
-	tryStart  time.Time
+	firstTry  time.Duration // the loop's Clock when the exchange began
+	tryStart  time.Duration // the loop's Clock when the current try began
 	head      []byte            // pooled: the request head, kept for a retry
 	replay    []byte            // pooled: the body sent so far (or a body read whole), kept for a retry
 	lent      bool              // replay is the request's body read whole, lent by the core (TakeBody)
@@ -217,6 +217,9 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 // now is the loop's time, read once per batch of events (eventloop.Loop.Now).
 func (ex *exchange) now() time.Time { return ex.st.w.Loop().Now() }
 
+// clock is now as the loop's monotonic clock, for the exchange's durations.
+func (ex *exchange) clock() time.Duration { return ex.st.w.Loop().Clock() }
+
 // connect picks a server and opens (or reuses) a connection to it, queuing the
 // request on it. It reports false when it answered the client with an error.
 func (ex *exchange) connect() bool {
@@ -247,8 +250,9 @@ func (ex *exchange) connect() bool {
 			r.Fail(502)
 			return false
 		}
-		ex.beginTry(p, now)
-		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
+		clock := ex.clock()
+		ex.beginTry(p, clock)
+		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, clock
 		ex.gotBytes, ex.bodySent = false, false
 		ex.ps = ex.st.peerStats(r, ex.g, p)
 		if ex.ps != nil {
@@ -508,7 +512,7 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 		// failure's own status (504 after a timeout) or the upstream's answer stands.
 		return false
 	}
-	if lcf.NextUpstreamTimeout > 0 && ex.now().Sub(ex.firstTry) >= lcf.NextUpstreamTimeout {
+	if lcf.NextUpstreamTimeout > 0 && ex.clock()-ex.firstTry >= lcf.NextUpstreamTimeout {
 		return false
 	}
 	return true
@@ -763,7 +767,7 @@ func (ex *exchange) startResponse(headLen int) {
 	r := ex.r
 	code := ex.resp.StatusCode()
 	ex.status = code
-	ex.responseTime = ex.now().Sub(ex.tryStart)
+	ex.responseTime = ex.clock() - ex.tryStart
 	if ps := ex.ps; ps != nil {
 		ps.Responses[stats.Class(code)]++
 		ps.ResponseTime.Observe(ex.responseTime)
@@ -1108,7 +1112,7 @@ func (ex *exchange) Abort() {
 // exchange touches nothing of the request after end; callers that go on to answer
 // keep the request in a local first.
 func (ex *exchange) end() {
-	ex.endTry(ex.now())
+	ex.endTry(ex.clock())
 	ex.state = exDone
 	if ex.ck != nil {
 		ex.cacheEnd()
