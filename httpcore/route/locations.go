@@ -92,8 +92,10 @@ func (l *Locations) find(path []byte, m Matcher) (Match, bool) {
 	if l == nil {
 		return Match{}, false
 	}
-	if loc, ok := l.exact[string(path)]; ok {
-		return Match{Location: loc}, true
+	if len(l.exact) > 0 {
+		if loc, ok := l.exact[string(path)]; ok {
+			return Match{Location: loc}, true
+		}
 	}
 	var best Match
 	noRegex := false
