@@ -77,8 +77,8 @@ type exchangeState struct {
 	idle      *idleList // the keep-alive cache's list for peer, if takeIdle saw one
 	tried     upstream.Tried
 	tries     int
-	firstTry  time.Duration // the loop's Clock when the exchange began
-	tryStart  time.Duration // the loop's Clock when the current try began
+	firstTry  time.Duration     // the loop's Clock when the exchange began
+	tryStart  time.Duration     // the loop's Clock when the current try began
 	head      []byte            // pooled: the request head, kept for a retry
 	replay    []byte            // pooled: the body sent so far (or a body read whole), kept for a retry
 	lent      bool              // replay is the request's body read whole, lent by the core (TakeBody)
