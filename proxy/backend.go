@@ -54,6 +54,11 @@ type exchange struct {
 	headCopy []byte
 	// gen counts the requests (and internal redirects) the exchange served.
 	gen uint32
+	// bodyIov and chunkHdr are the chunked body's framing (exchangeState.pieces),
+	// out of the state cleared for each request: bodyIov is cleared after each
+	// chunk, chunkHdr written before it.
+	bodyIov  [8][]byte
+	chunkHdr [18]byte
 }
 
 // exchangeState is an exchange's state but the response head.
@@ -128,11 +133,9 @@ type exchangeState struct {
 	chunkedBody bool // the request body is streamed chunked, framed afresh
 
 	// A chunked request body streamed upstream is framed afresh: data pieces of one
-	// client read gather into one chunk of our own (bodyIov[1:1+pieces]).
-	bodyIov  [8][]byte
-	pieces   int
-	pending  int // data bytes in the pieces
-	chunkHdr [18]byte
+	// client read gather into one chunk of our own (exchange.bodyIov[1:1+pieces]).
+	pieces  int
+	pending int // data bytes in the pieces
 }
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
