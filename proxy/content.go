@@ -221,9 +221,12 @@ type loopState struct {
 	// go to one group, asked without a map look-up.
 	lastGroup    *upstream.Group
 	lastBalancer *upstream.Balancer
-	dyn          map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
-	live         map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
-	idle         map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
+	// lastIdle is the idle list idleList last found, for lastIdleKey.
+	lastIdle    *idleList
+	lastIdleKey upstream.PeerKey
+	dyn         map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
+	live        map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
+	idle        map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	// idleCounts is the connections cached for each group, over its servers' lists.
 	idleCounts map[*upstream.Group]*int
 	freeIdle   freelist.List[idleConn]     // recycled idleConn structs
