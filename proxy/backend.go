@@ -230,8 +230,10 @@ func (ex *exchange) connect() bool {
 	for {
 		now := ex.now()
 		var key []byte
-		if t := ex.snapState().hashKeys[ex.g.Origin()]; t != nil {
-			key = t.Append(ex.st.scratch[:0], r)
+		if hk := ex.snapState().hashKeys; len(hk) > 0 { // only hash groups have one
+			if t := hk[ex.g.Origin()]; t != nil {
+				key = t.Append(ex.st.scratch[:0], r)
+			}
 		}
 		var p *upstream.Peer
 		if st := ex.g.Sticky; st != nil && ex.tries == 0 {
