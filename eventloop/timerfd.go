@@ -38,6 +38,10 @@ func (l *Loop) tick() {
 // read once per batch). Call it on the loop's thread.
 func (l *Loop) Now() time.Time { return l.wall }
 
+// Clock is Now as the loop's monotonic clock, for durations measured on the loop
+// (a subtraction, where Time.Sub weighs wall and monotonic readings).
+func (l *Loop) Clock() time.Duration { return time.Duration(l.clock) }
+
 // armTimerfd makes the timerfd fire no later than the earliest deadline.
 func (l *Loop) armTimerfd() {
 	if len(l.timers.h) == 0 || l.tfd < 0 {

@@ -155,7 +155,7 @@ func (c *conn) findConfig() bool {
 	r := c.Request
 	r.loc, r.prefix, c.lcf, r.rewritten = nil, "", c.srvConf, false
 	if r.srv != nil {
-		locs := r.snap.Routes.Locations(r.srv)
+		locs := c.w.locations(r.snap, r.srv)
 		if l := locs.AutoRedirect(r.uriBuf); l != nil && LocationConf(l).autoRedirect {
 			r.loc, c.lcf = l, LocationConf(l)
 			if !c.refuseBodyLength() {

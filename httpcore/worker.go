@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/numaproxy/numaproxy/conf"
 	"github.com/numaproxy/numaproxy/eventloop"
 	"github.com/numaproxy/numaproxy/httpcore/route"
 )
@@ -28,6 +29,7 @@ type Worker struct {
 	snap     *Snapshot
 	prev     *Snapshot // the one before the last reload, for addresses it removed
 	addr     addrMemo  // the last address asked of addrServers
+	locs     locsMemo  // the last server asked of locations
 	log      *slog.Logger
 	numaNode int // the loop's domain, for $numa_node
 	states   [maxKeys]LoopState
@@ -107,7 +109,7 @@ func (w *Worker) Reload(snap *Snapshot) error {
 
 func (w *Worker) setSnapshot(snap *Snapshot) {
 	w.prev, w.snap = w.snap, snap
-	w.addr = addrMemo{}
+	w.addr, w.locs = addrMemo{}, locsMemo{}
 	for _, st := range w.states {
 		if st != nil {
 			st.Reload(snap)
@@ -122,6 +124,24 @@ type addrMemo struct {
 	snap  *Snapshot
 	a     *route.AddrServers
 	ok    bool
+}
+
+// locsMemo is the last answer of locations.
+type locsMemo struct {
+	snap *Snapshot
+	srv  *conf.Server
+	locs *route.Locations
+}
+
+// locations is s.Routes.Locations(srv), from the memo when it is the last asked: a
+// loop's requests mostly go to one server, and the routes index them in a map.
+func (w *Worker) locations(s *Snapshot, srv *conf.Server) *route.Locations {
+	if m := &w.locs; m.srv == srv && m.snap == s && srv != nil {
+		return m.locs
+	}
+	l := s.Routes.Locations(srv)
+	w.locs = locsMemo{snap: s, srv: srv, locs: l}
+	return l
 }
 
 // addrServers is the snapshot a connection accepted on local is served with (the

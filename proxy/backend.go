@@ -54,6 +54,11 @@ type exchange struct {
 	headCopy []byte
 	// gen counts the requests (and internal redirects) the exchange served.
 	gen uint32
+	// bodyIov and chunkHdr are the chunked body's framing (exchangeState.pieces),
+	// out of the state cleared for each request: bodyIov is cleared after each
+	// chunk, chunkHdr written before it.
+	bodyIov  [8][]byte
+	chunkHdr [18]byte
 }
 
 // exchangeState is an exchange's state but the response head.
@@ -77,8 +82,8 @@ type exchangeState struct {
 	idle      *idleList // the keep-alive cache's list for peer, if takeIdle saw one
 	tried     upstream.Tried
 	tries     int
-	firstTry  time.Time
-	tryStart  time.Time
+	firstTry  time.Duration     // the loop's Clock when the exchange began
+	tryStart  time.Duration     // the loop's Clock when the current try began
 	head      []byte            // pooled: the request head, kept for a retry
 	replay    []byte            // pooled: the body sent so far (or a body read whole), kept for a retry
 	lent      bool              // replay is the request's body read whole, lent by the core (TakeBody)
@@ -128,11 +133,9 @@ type exchangeState struct {
 	chunkedBody bool // the request body is streamed chunked, framed afresh
 
 	// A chunked request body streamed upstream is framed afresh: data pieces of one
-	// client read gather into one chunk of our own (bodyIov[1:1+pieces]).
-	bodyIov  [8][]byte
-	pieces   int
-	pending  int // data bytes in the pieces
-	chunkHdr [18]byte
+	// client read gather into one chunk of our own (exchange.bodyIov[1:1+pieces]).
+	pieces  int
+	pending int // data bytes in the pieces
 }
 
 // backendHandler is the eventloop.Handler of upstream connections; it hands events to
@@ -217,6 +220,9 @@ func (b *backendHandler) OnClose(c eventloop.Conn, err error) {
 // now is the loop's time, read once per batch of events (eventloop.Loop.Now).
 func (ex *exchange) now() time.Time { return ex.st.w.Loop().Now() }
 
+// clock is now as the loop's monotonic clock, for the exchange's durations.
+func (ex *exchange) clock() time.Duration { return ex.st.w.Loop().Clock() }
+
 // connect picks a server and opens (or reuses) a connection to it, queuing the
 // request on it. It reports false when it answered the client with an error.
 func (ex *exchange) connect() bool {
@@ -224,8 +230,10 @@ func (ex *exchange) connect() bool {
 	for {
 		now := ex.now()
 		var key []byte
-		if t := ex.snapState().hashKeys[ex.g.Origin()]; t != nil {
-			key = t.Append(ex.st.scratch[:0], r)
+		if hk := ex.snapState().hashKeys; len(hk) > 0 { // only hash groups have one
+			if t := hk[ex.g.Origin()]; t != nil {
+				key = t.Append(ex.st.scratch[:0], r)
+			}
 		}
 		var p *upstream.Peer
 		if st := ex.g.Sticky; st != nil && ex.tries == 0 {
@@ -247,8 +255,9 @@ func (ex *exchange) connect() bool {
 			r.Fail(502)
 			return false
 		}
-		ex.beginTry(p, now)
-		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, now
+		clock := ex.clock()
+		ex.beginTry(p, clock)
+		ex.peer, ex.tries, ex.tryStart = p, ex.tries+1, clock
 		ex.gotBytes, ex.bodySent = false, false
 		ex.ps = ex.st.peerStats(r, ex.g, p)
 		if ex.ps != nil {
@@ -508,7 +517,7 @@ func (ex *exchange) canRetry(cond NextUpstream) bool {
 		// failure's own status (504 after a timeout) or the upstream's answer stands.
 		return false
 	}
-	if lcf.NextUpstreamTimeout > 0 && ex.now().Sub(ex.firstTry) >= lcf.NextUpstreamTimeout {
+	if lcf.NextUpstreamTimeout > 0 && ex.clock()-ex.firstTry >= lcf.NextUpstreamTimeout {
 		return false
 	}
 	return true
@@ -763,7 +772,7 @@ func (ex *exchange) startResponse(headLen int) {
 	r := ex.r
 	code := ex.resp.StatusCode()
 	ex.status = code
-	ex.responseTime = ex.now().Sub(ex.tryStart)
+	ex.responseTime = ex.clock() - ex.tryStart
 	if ps := ex.ps; ps != nil {
 		ps.Responses[stats.Class(code)]++
 		ps.ResponseTime.Observe(ex.responseTime)
@@ -1108,7 +1117,7 @@ func (ex *exchange) Abort() {
 // exchange touches nothing of the request after end; callers that go on to answer
 // keep the request in a local first.
 func (ex *exchange) end() {
-	ex.endTry(ex.now())
+	ex.endTry(ex.clock())
 	ex.state = exDone
 	if ex.ck != nil {
 		ex.cacheEnd()

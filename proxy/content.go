@@ -42,7 +42,11 @@ func (lc *LocConf) content(r *httpcore.Request) httpcore.Status {
 	if seq == r.Seq() && len(ex.states) > 0 {
 		states = append(ex.states, upState{})
 	}
-	ex.exchangeState = exchangeState{r: r, lc: lc, st: st, firstTry: st.w.Loop().Now(), vt: vt, ck: ck, states: states, seq: r.Seq(), redirects: r.Redirects()}
+	// Cleared in place, then set: a composite literal is built on the stack and
+	// copied over the ~1 KB state.
+	ex.exchangeState = exchangeState{}
+	ex.r, ex.lc, ex.st, ex.firstTry, ex.vt, ex.ck = r, lc, st, st.w.Loop().Clock(), vt, ck
+	ex.states, ex.seq, ex.redirects = states, r.Seq(), r.Redirects()
 	ex.resp.Reset()
 	ex.resp.Limits = http1.Limits{}
 	ex.gen++
@@ -213,9 +217,16 @@ type loopState struct {
 	backends  backendHandler
 	tls       *tls.Client // https upstreams: TLS around backends
 	balancers map[*upstream.Group]*upstream.Balancer
-	dyn       map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
-	live      map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
-	idle      map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
+	// lastGroup and lastBalancer are the last balancer asked for: requests mostly
+	// go to one group, asked without a map look-up.
+	lastGroup    *upstream.Group
+	lastBalancer *upstream.Balancer
+	// lastIdle is the idle list idleList last found, for lastIdleKey.
+	lastIdle    *idleList
+	lastIdleKey upstream.PeerKey
+	dyn         map[string]*dynGroup           // targets of proxy_pass with variables (target.go)
+	live        map[*upstream.Group]*liveGroup // groups with servers that follow DNS (live.go)
+	idle        map[upstream.PeerKey]*idleList // keep-alive upstream connections by peer
 	// idleCounts is the connections cached for each group, over its servers' lists.
 	idleCounts map[*upstream.Group]*int
 	freeIdle   freelist.List[idleConn]     // recycled idleConn structs
@@ -280,6 +291,7 @@ func (st *loopState) Reload(snap *httpcore.Snapshot) {
 	for g := range st.balancers {
 		delete(st.balancers, g) // new groups, new per-loop state
 	}
+	st.lastGroup, st.lastBalancer = nil, nil
 	clear(st.dyn)
 }
 
@@ -287,11 +299,15 @@ func (st *loopState) pool() eventloop.BufferPool { return st.w.Loop().Pool() }
 
 // balancer returns this loop's balancer for g.
 func (st *loopState) balancer(g *upstream.Group) *upstream.Balancer {
+	if g == st.lastGroup {
+		return st.lastBalancer
+	}
 	b := st.balancers[g]
 	if b == nil {
 		b = g.NewBalancer(uint64(time.Now().UnixNano()) ^ uint64(st.w.Loop().CPU()+1)<<32)
 		st.balancers[g] = b
 	}
+	st.lastGroup, st.lastBalancer = g, b
 	return b
 }
 

@@ -56,7 +56,7 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 	ex.bodyWithheld = body != httpcore.BodyNone && !lcf.PassRequestBody
 	for i := range lcf.SetHeaders {
 		s := &lcf.SetHeaders[i]
-		if bodyOut && (strings.EqualFold(s.Name, "content-length") || strings.EqualFold(s.Name, "transfer-encoding")) {
+		if bodyOut && (nameIs(s.Name, "content-length") || nameIs(s.Name, "transfer-encoding")) {
 			continue
 		}
 		mark := len(h)
@@ -70,9 +70,9 @@ func (ex *exchange) appendUpstreamHead(h []byte) ([]byte, bool) {
 		}
 		value := h[valueStart:]
 		switch {
-		case strings.EqualFold(s.Name, "upgrade"):
+		case nameIs(s.Name, "upgrade"):
 			ex.upgrade = req.Upgrade()
-		case strings.EqualFold(s.Name, "connection"):
+		case nameIs(s.Name, "connection"):
 			ex.connClose = containsToken(value, "close")
 		}
 		h = append(h, "\r\n"...)
@@ -175,4 +175,10 @@ func containsToken(list []byte, token string) bool {
 		}
 	}
 	return false
+}
+
+// nameIs reports whether a configured field name is lower (any case): the length
+// first, as strings.EqualFold walks the bytes before it looks at the lengths.
+func nameIs(name, lower string) bool {
+	return len(name) == len(lower) && strings.EqualFold(name, lower)
 }

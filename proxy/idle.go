@@ -60,6 +60,20 @@ func (st *loopState) recount() {
 	}
 }
 
+// idleList is st.idle[addr], from a one-entry memo first: a loop's requests mostly
+// go to a few servers, and the map hashes the whole key (its Unix string included).
+// A list leaves the map only through removeList, which marks it gone.
+func (st *loopState) idleList(addr upstream.PeerKey) *idleList {
+	if l := st.lastIdle; l != nil && !l.gone && st.lastIdleKey == addr {
+		return l
+	}
+	l := st.idle[addr]
+	if l != nil {
+		st.lastIdle, st.lastIdleKey = l, addr
+	}
+	return l
+}
+
 // removeList takes the list for addr out of the cache, closing its connections.
 func (st *loopState) removeList(addr upstream.PeerKey, l *idleList) {
 	l.closeAll()
@@ -85,7 +99,7 @@ func (st *loopState) cacheIdle(conn eventloop.Conn, addr upstream.PeerKey, g *up
 	}
 	l := hint
 	if l == nil || l.gone {
-		l = st.idle[addr]
+		l = st.idleList(addr)
 		if l == nil {
 			l = &idleList{st: st}
 			st.idle[addr] = l
@@ -177,7 +191,7 @@ func (st *loopState) idleCount(g *upstream.Group) int {
 // takeIdle returns the newest cached connection to addr and the requests it has
 // carried, or nil; and the list for addr (nil if none), cacheIdle's hint.
 func (st *loopState) takeIdle(addr upstream.PeerKey) (eventloop.Conn, int, *idleList) {
-	l := st.idle[addr]
+	l := st.idleList(addr)
 	if l == nil || len(l.conns) == 0 {
 		return nil, 0, l
 	}

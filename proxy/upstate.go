@@ -22,7 +22,7 @@ type upState struct {
 }
 
 // beginTry starts the state of a try to p; the try before it ends.
-func (ex *exchange) beginTry(p *upstream.Peer, now time.Time) {
+func (ex *exchange) beginTry(p *upstream.Peer, now time.Duration) {
 	ex.endTry(now)
 	ex.states = append(ex.states, upState{peer: p, connect: -1, header: -1, response: -1})
 }
@@ -37,12 +37,12 @@ func (ex *exchange) try() *upState {
 
 // endTry sets the response time of the current try if it is still running (nginx
 // sets it when the next try starts and when the request is finalized).
-func (ex *exchange) endTry(now time.Time) {
+func (ex *exchange) endTry(now time.Duration) {
 	st := ex.try()
 	if st.peer == nil || st.response >= 0 {
 		return
 	}
-	st.response = now.Sub(ex.tryStart)
+	st.response = now - ex.tryStart
 	if st.connect < 0 {
 		st.sent = 0 // queued for a connection that never came up: nginx counts what went out
 	}
@@ -56,7 +56,7 @@ func (ex *exchange) endTry(now time.Time) {
 // connectedTry: the connection of the current try is up (or was reused).
 func (ex *exchange) connectedTry() {
 	if st := ex.try(); st.connect < 0 {
-		st.connect = ex.now().Sub(ex.tryStart)
+		st.connect = ex.clock() - ex.tryStart
 	}
 }
 

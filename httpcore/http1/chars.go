@@ -138,22 +138,29 @@ func parseDecimal(s []byte) (int64, bool) {
 // validFieldValue reports whether every byte of v may appear in a field
 // value: SP, HTAB, VCHAR or obs-text, no other CTL (RFC 9110 §5.5). Field
 // values are most of a head, so it checks eight bytes at a time and only
-// looks closer at a word holding a byte below 0x20 or a DEL.
+// looks closer at a word holding a byte below 0x20 or a DEL; the last word of a
+// value of eight bytes or more overlaps the one before, so no byte is left to a
+// loop.
 func validFieldValue(v []byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(v) >= 8 {
-		w := binary.LittleEndian.Uint64(v)
-		below20 := (w - 0x20*ones) & ^w & highs
-		del := w ^ 0x7f*ones
-		isDel := (del - ones) & ^del & highs
-		if below20|isDel != 0 {
-			for _, c := range v[:8] {
-				if byteClass[c]&classFieldValue == 0 {
-					return false
+	if n := len(v); n >= 8 {
+		for i := 0; ; i += 8 {
+			i = min(i, n-8)
+			w := binary.LittleEndian.Uint64(v[i:])
+			below20 := (w - 0x20*ones) & ^w & highs
+			del := w ^ 0x7f*ones
+			isDel := (del - ones) & ^del & highs
+			if below20|isDel != 0 {
+				for _, c := range v[i : i+8] {
+					if byteClass[c]&classFieldValue == 0 {
+						return false
+					}
 				}
 			}
+			if i == n-8 {
+				return true
+			}
 		}
-		v = v[8:]
 	}
 	for _, c := range v {
 		if byteClass[c]&classFieldValue == 0 {

@@ -108,29 +108,30 @@ const (
 )
 
 func classifyField(name []byte) knownField {
+	// Names mostly come as written here: the exact comparison is a few word compares.
 	switch len(name) {
 	case 4:
-		if EqualFold(name, "Host") {
+		if string(name) == "Host" || EqualFold(name, "Host") {
 			return fieldHost
 		}
 	case 6:
-		if EqualFold(name, "Expect") {
+		if string(name) == "Expect" || EqualFold(name, "Expect") {
 			return fieldExpect
 		}
 	case 7:
-		if EqualFold(name, "Upgrade") {
+		if string(name) == "Upgrade" || EqualFold(name, "Upgrade") {
 			return fieldUpgrade
 		}
 	case 10:
-		if EqualFold(name, "Connection") {
+		if string(name) == "Connection" || EqualFold(name, "Connection") {
 			return fieldConnection
 		}
 	case 14:
-		if EqualFold(name, "Content-Length") {
+		if string(name) == "Content-Length" || EqualFold(name, "Content-Length") {
 			return fieldContentLength
 		}
 	case 17:
-		if EqualFold(name, "Transfer-Encoding") {
+		if string(name) == "Transfer-Encoding" || EqualFold(name, "Transfer-Encoding") {
 			return fieldTransferEncoding
 		}
 	}

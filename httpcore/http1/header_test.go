@@ -79,6 +79,17 @@ func TestValidFieldValue(t *testing.T) {
 				t.Fatalf("byte %#x at %d: %v", c, pos, got)
 			}
 		}
+		// Every length to 17 (short, one word, words with an overlapping last one)
+		// and every position.
+		for n := 1; n <= 17; n++ {
+			for pos := 0; pos < n; pos++ {
+				v := []byte("abcdefghijklmnopq"[:n])
+				v[pos] = byte(c)
+				if got := validFieldValue(v); got != want {
+					t.Fatalf("byte %#x at %d of %d: %v", c, pos, n, got)
+				}
+			}
+		}
 	}
 }
 

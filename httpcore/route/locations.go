@@ -12,14 +12,28 @@ import (
 // for the longest match), the regex locations in file order, and named ones.
 type Locations struct {
 	exact  map[string]*conf.Location
-	prefix []*prefixLoc // longest path first
+	prefix []prefixLoc // longest path first
 	regex  []*regexLoc
 	named  map[string]*conf.Location
+	// redirects are the prefix locations ending in "/" (but "/"), longest first,
+	// with that slash cut: the paths AutoRedirect answers.
+	redirects []redirectLoc
+	// redirectLens has bit n set for a redirect path of n bytes (bit 63: 63 or more),
+	// so that most paths are answered without a comparison.
+	redirectLens uint64
 }
 
+type redirectLoc struct {
+	path string
+	loc  *conf.Location
+}
+
+// prefixLoc is held by value with its path beside it: the search reads one entry
+// after another, longest first, for the first that path starts with.
 type prefixLoc struct {
+	path   string // loc.Path
 	loc    *conf.Location
-	nested *Locations
+	nested *Locations // nil without nested locations
 }
 
 type regexLoc struct {
@@ -34,16 +48,34 @@ func buildLocations(locs []*conf.Location) *Locations {
 		case conf.LocExact:
 			l.exact[loc.Path] = loc
 		case conf.LocPrefix, conf.LocPrefixNoRegex:
-			l.prefix = append(l.prefix, &prefixLoc{loc, buildLocations(loc.Locations)})
+			l.prefix = append(l.prefix, prefixLoc{loc.Path, loc, buildNested(loc.Locations)})
 		case conf.LocRegex, conf.LocRegexCaseless:
-			l.regex = append(l.regex, &regexLoc{loc, buildLocations(loc.Locations)})
+			l.regex = append(l.regex, &regexLoc{loc, buildNested(loc.Locations)})
 		case conf.LocNamed:
 			l.named[loc.Path] = loc
 		} // an if's or limit_except's implicit location is entered by its condition, never searched
 
 	}
-	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].loc.Path) > len(l.prefix[j].loc.Path) })
+	sort.SliceStable(l.prefix, func(i, j int) bool { return len(l.prefix[i].path) > len(l.prefix[j].path) })
+	for _, p := range l.prefix {
+		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") {
+			l.redirects = append(l.redirects, redirectLoc{p.loc.Path[:n-1], p.loc})
+			l.redirectLens |= 1 << min(n-1, 63)
+		}
+	}
 	return l
+}
+
+// buildNested is buildLocations for the locations inside one, nil when there are
+// none (find and AutoRedirect take a nil level as empty).
+func buildNested(locs []*conf.Location) *Locations {
+	for _, loc := range locs {
+		switch loc.Kind {
+		case conf.LocExact, conf.LocPrefix, conf.LocPrefixNoRegex, conf.LocRegex, conf.LocRegexCaseless:
+			return buildLocations(locs)
+		}
+	}
+	return nil // none is searched (named, if or limit_except ones)
 }
 
 // Match is the result of a location search.
@@ -75,21 +107,21 @@ func (l *Locations) find(path []byte, m Matcher) (Match, bool) {
 	if l == nil {
 		return Match{}, false
 	}
-	if loc, ok := l.exact[string(path)]; ok {
-		return Match{Location: loc}, true
+	if len(l.exact) > 0 {
+		if loc, ok := l.exact[string(path)]; ok {
+			return Match{Location: loc}, true
+		}
 	}
 	var best Match
 	noRegex := false
-	for _, p := range l.prefix {
-		if hasPrefix(path, p.loc.Path) {
-			best = Match{Location: p.loc, Prefix: p.loc.Path}
-			noRegex = p.loc.Kind == conf.LocPrefixNoRegex
-			if inner, final := p.nested.find(path, m); final {
-				return inner, true
-			} else if inner.Location != nil {
-				best = inner
-			}
-			break
+	if i := longestPrefix(l.prefix, path); i >= 0 {
+		p := &l.prefix[i]
+		best = Match{Location: p.loc, Prefix: p.path}
+		noRegex = p.loc.Kind == conf.LocPrefixNoRegex
+		if inner, final := p.nested.find(path, m); final {
+			return inner, true
+		} else if inner.Location != nil {
+			best = inner
 		}
 	}
 	if !noRegex {
@@ -115,9 +147,12 @@ func (l *Locations) AutoRedirect(path []byte) *conf.Location {
 	if l == nil {
 		return nil
 	}
-	for _, p := range l.prefix {
-		if n := len(p.loc.Path); n > 1 && strings.HasSuffix(p.loc.Path, "/") && string(path) == p.loc.Path[:n-1] {
-			return p.loc
+	if l.redirectLens&(1<<min(len(path), 63)) == 0 {
+		return nil
+	}
+	for i := range l.redirects {
+		if string(path) == l.redirects[i].path {
+			return l.redirects[i].loc
 		}
 	}
 	return nil
@@ -128,6 +163,17 @@ func matches(m Matcher, re *pcre.Regexp, s []byte) bool {
 		return re.Match(s)
 	}
 	return m.Regex(re, s)
+}
+
+// longestPrefix is the index of the first (longest) of prefix that path starts
+// with, or -1; a function of its own, so that the loop runs in registers.
+func longestPrefix(prefix []prefixLoc, path []byte) int {
+	for i := range prefix {
+		if hasPrefix(path, prefix[i].path) {
+			return i
+		}
+	}
+	return -1
 }
 
 func hasPrefix(s []byte, prefix string) bool {

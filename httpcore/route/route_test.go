@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
@@ -185,6 +186,20 @@ func TestAutoRedirect(t *testing.T) {
 	if locs.AutoRedirect([]byte("/")) != nil || locs.AutoRedirect([]byte("/dir/")) != nil {
 		t.Fatal("auto redirect where none is due")
 	}
+	// Paths of 63 bytes and more share one length bit: each is compared.
+	long, long2 := "/"+strings.Repeat("a", 70), "/"+strings.Repeat("a", 65)
+	cfg = loadConfig(t, "http { server { location "+long+"/ { } location "+long2+"/ { } location /dir/ { } } }")
+	locs = Build(cfg).Locations(cfg.HTTP.Servers[0])
+	for _, p := range []string{long, long2, "/dir"} {
+		if l := locs.AutoRedirect([]byte(p)); l == nil || l.Path != p+"/" {
+			t.Fatalf("%s: %+v", p, l)
+		}
+	}
+	for _, p := range []string{long[:len(long)-1], long + "a", "/" + strings.Repeat("b", 70), "/dix"} {
+		if l := locs.AutoRedirect([]byte(p)); l != nil {
+			t.Fatalf("%s: auto redirect to %s", p, l.Path)
+		}
+	}
 }
 
 func BenchmarkRoute(b *testing.B) {
@@ -203,6 +218,42 @@ server { listen 80; server_name api.example.com *.example.com;
 		srv := tbl.Addr(addr).Server(host)
 		if m := tbl.Locations(srv).Find(path, nil); m.Location == nil {
 			b.Fatal("no match")
+		}
+	}
+}
+
+// TestServerNameOnlyDefault: an address whose names all lead to its default server
+// answers without reading the Host; any other name or a regex keeps the search.
+func TestServerNameOnlyDefault(t *testing.T) {
+	for _, tc := range []struct {
+		http        string
+		onlyDefault bool
+	}{
+		{`server { listen 80; }`, true},
+		{`server { listen 80; server_name a.example *.example www.*; }`, true},
+		{`server { listen 80; server_name a; } server { listen 80; server_name a; }`, true}, // the first keeps a
+		{`server { listen 80; server_name a; } server { listen 80; server_name b; }`, false},
+		{`server { listen 80; server_name a; } server { listen 80 default_server; server_name b; }`, false},
+		{`server { listen 80; } server { listen 80; server_name *.b; }`, false},
+		{`server { listen 80; } server { listen 80; server_name b.*; }`, false},
+		{`server { listen 80; server_name ~^(?<x>.+)$; }`, false}, // its captures are set
+	} {
+		cfg := loadConfig(t, "http { "+tc.http+" }")
+		tbl := Build(cfg)
+		a := tbl.Addr(netip.MustParseAddrPort("10.0.0.1:80"))
+		if a.onlyDefault != tc.onlyDefault {
+			t.Errorf("%s: onlyDefault %v", tc.http, a.onlyDefault)
+		}
+		for _, host := range []string{"a", "A.b", "x.b", "b.x", "a.example", "www.x", "", "[::1]:80"} {
+			want := a.Default
+			func() {
+				a.onlyDefault = false
+				defer func() { a.onlyDefault = tc.onlyDefault }()
+				want, _ = a.ServerName([]byte(host))
+			}()
+			if got, _ := a.ServerName([]byte(host)); got != want {
+				t.Errorf("%s: Host %q: server %p, the full search %p", tc.http, host, got, want)
+			}
 		}
 	}
 }

@@ -28,6 +28,10 @@ type AddrServers struct {
 	leadWild   []wildName // *.example.com, longest first
 	trailWild  []wildName // www.example.*, longest first
 	regexNames []regexName
+	// onlyDefault: every name of the address leads to Default and none is a regex,
+	// so that any Host does (a single server, the usual case): ServerName answers
+	// without looking at it.
+	onlyDefault bool
 }
 
 type wildName struct {
@@ -68,6 +72,7 @@ func Build(cfg *conf.Config) *Table {
 		}
 		longestFirst(a.leadWild)
 		longestFirst(a.trailWild)
+		a.onlyDefault = a.leadsOnlyToDefault()
 	}
 	return t
 }
@@ -89,6 +94,23 @@ func (a *AddrServers) add(srv *conf.Server) {
 			a.regexNames = append(a.regexNames, regexName{n, srv})
 		}
 	}
+}
+
+func (a *AddrServers) leadsOnlyToDefault() bool {
+	if len(a.regexNames) > 0 {
+		return false
+	}
+	for _, srv := range a.exact {
+		if srv != a.Default {
+			return false
+		}
+	}
+	for _, w := range append(a.leadWild[:len(a.leadWild):len(a.leadWild)], a.trailWild...) {
+		if w.srv != a.Default {
+			return false
+		}
+	}
+	return true
 }
 
 // Addr finds the servers for a connection accepted on local: the entry for exactly
@@ -129,6 +151,9 @@ func (a *AddrServers) Server(host []byte) *conf.Server {
 // name): the core runs it again on CanonicalHost for its captures, as nginx sets
 // them from server_name ~regex.
 func (a *AddrServers) ServerName(host []byte) (*conf.Server, *pcre.Regexp) {
+	if a.onlyDefault {
+		return a.Default, nil
+	}
 	var buf [maxHost]byte
 	h := canonicalHost(buf[:0], host)
 	if len(h) == 0 {
