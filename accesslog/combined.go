@@ -39,10 +39,9 @@ func putLit(dst []byte, w uint64, n int) []byte {
 // appendCombined is appendLine for nginx's combined format (to its
 // $http_user_agent), the default of access_log and the most used, and the start
 // of others (nginx's main): each value read from the request directly, the
-// three fields it names found in one pass over the head, $time_local copied from
-// the loop's copy of the second's text. It writes what the ops would, byte for
-// byte (TestCombinedAsOps); the ops' generic dispatch, eight times a line, was
-// half the line's cost.
+// three fields it names found in one pass over the head. It writes what the ops
+// would, byte for byte (TestCombinedAsOps); the ops' generic dispatch, eight
+// times a line, was half the line's cost.
 func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) []byte {
 	start := len(dst)
 	dst, plain := ls.appendRemoteAddr(dst, r)
@@ -80,11 +79,7 @@ func (ls *loopState) appendCombined(f *Format, dst []byte, r *httpcore.Request) 
 	}
 
 	dst = putLit(dst, litOpen, 2)
-	if now := r.Worker().Loop().Now(); ls.timeText == nil || now.Unix() != ls.timeSec {
-		ls.timeSec = now.Unix()
-		ls.timeText = f.timeLocal(ls.timeText[:0], r, "")
-	}
-	dst = append(dst, ls.timeText...)
+	dst = f.timeLocal(dst, r, "") // the core's text of the second, formatted once a second
 
 	dst = putLit(dst, litClose, 3)
 	line := r.RawHead()

@@ -30,7 +30,7 @@ type Format struct {
 	// $http_user_agent, default escaping, the core's variables), which
 	// appendCombined formats without the ops; the ops after its eight go on from
 	// there (combined's closing quote, or more as in nginx's sample format main).
-	// timeLocal is $time_local's getter, for the loop's copy (loopState.time).
+	// timeLocal is $time_local's getter, which appendCombined calls directly.
 	combined  bool
 	timeLocal func(dst []byte, r *httpcore.Request, param string) []byte
 }
@@ -220,10 +220,7 @@ func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []by
 					dst = append(dst, '-')
 				}
 			} else if !o.plain {
-				if i := indexEscaped(dst[start:]); i >= 0 {
-					ls.val = append(ls.val[:0], dst[start+i:]...)
-					dst = appendEscaped(dst[:start+i], ls.val)
-				}
+				dst = ls.escapeTail(dst, start)
 			}
 		case EscapeJSON:
 			if !o.plain {

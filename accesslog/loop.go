@@ -55,10 +55,7 @@ type loopState struct {
 	addr      netip.Addr
 	addrText  []byte
 	addrPlain bool
-	// $time_local of the combined format (appendCombined) for the second timeSec.
-	timeText []byte
-	timeSec  int64
-	stats    loopStats
+	stats     loopStats
 	// lines counts the lines formatted; stats.lines gets it at the end of the
 	// batch (an atomic store per line, an xchg, was a tenth of the log's cost).
 	lines uint64

@@ -53,7 +53,7 @@ func (ex *exchange) responseHeader() {
 		switch {
 		case upgrade && (http1.EqualFold(name, "upgrade") || http1.EqualFold(name, "connection")):
 			// A 101 carries its own Upgrade and Connection through.
-		case resp.Headers.IsHopByHop(i), string(name) == "Content-Length" || http1.EqualFold(name, "content-length"):
+		case resp.Headers.IsHopByHop(i), http1.IsField(name, "Content-Length"):
 			continue
 		case lcf.hides(name):
 			continue

@@ -91,6 +91,13 @@ func EqualFold(a []byte, b string) bool {
 	return true
 }
 
+// IsField reports whether a field name is canonical (as usually written,
+// "Content-Length") under ASCII case folding: names mostly come as written, and
+// the exact comparison is a few word compares before EqualFold's byte loop.
+func IsField(name []byte, canonical string) bool {
+	return string(name) == canonical || EqualFold(name, canonical)
+}
+
 // equalFoldBytes is EqualFold for two byte slices.
 func equalFoldBytes(a, b []byte) bool {
 	if len(a) != len(b) {

@@ -108,30 +108,29 @@ const (
 )
 
 func classifyField(name []byte) knownField {
-	// Names mostly come as written here: the exact comparison is a few word compares.
 	switch len(name) {
 	case 4:
-		if string(name) == "Host" || EqualFold(name, "Host") {
+		if IsField(name, "Host") {
 			return fieldHost
 		}
 	case 6:
-		if string(name) == "Expect" || EqualFold(name, "Expect") {
+		if IsField(name, "Expect") {
 			return fieldExpect
 		}
 	case 7:
-		if string(name) == "Upgrade" || EqualFold(name, "Upgrade") {
+		if IsField(name, "Upgrade") {
 			return fieldUpgrade
 		}
 	case 10:
-		if string(name) == "Connection" || EqualFold(name, "Connection") {
+		if IsField(name, "Connection") {
 			return fieldConnection
 		}
 	case 14:
-		if string(name) == "Content-Length" || EqualFold(name, "Content-Length") {
+		if IsField(name, "Content-Length") {
 			return fieldContentLength
 		}
 	case 17:
-		if string(name) == "Transfer-Encoding" || EqualFold(name, "Transfer-Encoding") {
+		if IsField(name, "Transfer-Encoding") {
 			return fieldTransferEncoding
 		}
 	}
