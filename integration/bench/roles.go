@@ -42,15 +42,16 @@ func compressibleBody() []byte {
 	return b.Bytes()[:compressibleSize]
 }
 
-// runUpstream serves "/", "/limited" and "/rl/..." (smallBody), "/1m" (1 MiB) and any path ending in "/100k"
-// (compressibleBody, text/html) with fasthttp.
+// runUpstream serves "/", "/nolog/", "/limited" and "/rl/..." (smallBody), "/1m" (1 MiB) and any path
+// ending in "/100k" (compressibleBody, text/html) with fasthttp. "/nolog/" is the log
+// shapes' baseline: the same response as "/", so that the two differ by the log alone.
 func runUpstream(addr string) error {
 	large := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	text := compressibleBody()
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			switch string(ctx.Path()) {
-			case "/", "/limited":
+			case "/", "/nolog/", "/limited":
 				ctx.Response.SetBodyRaw(smallBody)
 			case "/1m":
 				ctx.Response.SetBodyRaw(large)
