@@ -17,14 +17,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
 
 func main() {
-	role := flag.String("role", "", "internal: run as a helper process (upstream, goproxy)")
+	role := flag.String("role", "", "internal: run as a helper process (upstream, goproxy, relay)")
 	listen := flag.String("listen", "", "internal: helper listen address")
-	upstreamAddr := flag.String("upstream", "", "internal: goproxy upstream address")
+	upstreamAddr := flag.String("upstream", "", "internal: goproxy and relay upstream address")
 	quick := flag.Bool("quick", false, "one short repetition of each shape (under a minute)")
 	reps := flag.Int("reps", 0, "repetitions of each shape (default 5, 1 with -quick)")
 	duration := flag.Duration("d", 0, "measured time of each run, whole seconds (default 8s, 1s with -quick)")
@@ -223,7 +224,14 @@ func run(opt options, outPath string, install bool) error {
 			h.openLoopRate()
 			titles[s.Name] = fmt.Sprintf("%s, %s req/s", s.Title, commas(h.rate, 0))
 		}
-		procs := active
+		var procs []string
+		for _, p := range active {
+			if only := proxyDefs[p].only; only != nil && !slices.Contains(only, s.Name) {
+				h.skipped[s.Name+" "+p] = "runs only " + strings.Join(only, ", ")
+				continue
+			}
+			procs = append(procs, p)
+		}
 		if s.nginxOnly || s.files || s.accessLog != "" {
 			procs = nil
 			for _, p := range active {

@@ -61,6 +61,8 @@ type proxyDef struct {
 	reload func(p *proc) error
 	// gzip: its configuration compresses (the gzip shapes run only on these).
 	gzip bool
+	// only: the shapes it runs, if not all.
+	only []string
 }
 
 func signalReload(sig syscall.Signal) func(p *proc) error {
@@ -95,6 +97,11 @@ var proxyDefs = map[string]proxyDef{
 	}, reload: signalReload(syscall.SIGUSR2)},
 	"go-httputil": {Name: "go-httputil", command: func(e *env, dir string, d confData) ([]string, error) {
 		return []string{"env", "GOMAXPROCS=1", e.self, "-role", "goproxy", "-listen", d.Listen, "-upstream", d.Upstream}, nil
+	}},
+	// relay is not a proxy to deploy but a floor: bytes passed between paired
+	// connections (relay.go), what the kernel alone costs per keep-alive request.
+	"relay": {Name: "relay", only: []string{"keepalive", "keepalive-64", "syscalls-keepalive"}, command: func(e *env, dir string, d confData) ([]string, error) {
+		return []string{e.self, "-role", "relay", "-listen", d.Listen, "-upstream", d.Upstream}, nil
 	}},
 }
 

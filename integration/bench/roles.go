@@ -123,6 +123,8 @@ func runRole(role, listen, upstream string) {
 		err = runUpstream(listen)
 	case "goproxy":
 		err = runGoProxy(listen, upstream)
+	case "relay":
+		err = runRelay(listen, upstream)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
