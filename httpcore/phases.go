@@ -75,6 +75,10 @@ func (r *Request) RunPhases() {
 			r.phase = ph.next // a subrequest is not checked (nginx's access checker)
 			continue
 		}
+		if ph.bit != 0 && c.modules(r.snap).idle&ph.bit != 0 {
+			r.phase = i + 1 // the module does not work at this level: it declines
+			continue
+		}
 		rc := ph.h(r)
 		if ph.phase == AccessPhase {
 			if rc = r.access(rc); rc == Declined {
