@@ -147,7 +147,9 @@ func (r *Request) SendHeader() {
 	}
 	r.status = h.Status
 	r.headerSent = true
-	r.c.modules(r.snap).header(r)
+	m := r.c.modules(r.snap)
+	r.met |= m.active
+	m.header(r)
 	if s := r.c.sub; s != nil && s.hooks.Header != nil {
 		s.hooks.Header(r)
 	}

@@ -188,8 +188,9 @@ func (s *Setup) AddBodyFilter(f func(next BodyFilter) BodyFilter) {
 // module being set up works: where active(its config of the level) is false, its
 // filters and its handlers from the find config phase to the content phase are left
 // out of the requests served there, decided here once rather than checked by each
-// request. Its handlers of the phases before (the location is not known yet) and of
-// the log phase run for every request. Without it the module is active everywhere.
+// request. Its handlers of the phases before (the location is not known yet) run
+// for every request, those of the log phase for a request that met one of its
+// handlers or filters. Without it the module is active everywhere.
 func (s *Setup) ActiveWhere(active func(lc any) bool) {
 	s.active[s.mod] = active
 }

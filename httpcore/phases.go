@@ -79,6 +79,7 @@ func (r *Request) RunPhases() {
 			r.phase = i + 1 // the module does not work at this level: it declines
 			continue
 		}
+		r.met |= ph.bit
 		rc := ph.h(r)
 		if ph.phase == AccessPhase {
 			if rc = r.access(rc); rc == Declined {
@@ -202,7 +203,9 @@ func (c *conn) logRequest() {
 	}
 	r.logged = true
 	for _, h := range r.snap.logHandlers {
-		h(r)
+		if h.bit == 0 || r.met&h.bit != 0 {
+			h.h(r)
+		}
 	}
 	c.endBodyFile() // client_body_in_file_only clean: when the request ends
 }

@@ -24,7 +24,7 @@ type Snapshot struct {
 	serverIndex  int // the first entry of the server rewrite phase
 	contentIndex int // the content phase's step (a background request starts there)
 	rewriteIndex int // the first entry of the location rewrite phase
-	logHandlers  []Handler
+	logHandlers  []logHandler
 	// all is every module at work, for a level the snapshot did not see (each
 	// level it did has its own, LocConf.mods).
 	all    levelModules
@@ -43,11 +43,19 @@ type phaseHandler struct {
 	bit   uint64 // the module's bit in levelModules.idle (0: it is active everywhere)
 }
 
+// logHandler is a log phase handler; one with a bit runs only for a request its
+// module worked for (Request.met).
+type logHandler struct {
+	h   Handler
+	bit uint64
+}
+
 // levelModules is what works at the levels where the same modules are active
 // (Setup.ActiveWhere): their filter chains, and the modules left out.
 type levelModules struct {
 	snap        *Snapshot
 	idle        uint64 // the bits of the modules inactive here
+	active      uint64 // the bits of the others
 	header      HeaderFilter
 	body        BodyFilter
 	bodyFilters bool // a body filter is in the chain
@@ -136,6 +144,9 @@ func (s *Snapshot) setLevels(setup *Setup, mods []*conf.Module, bits []uint64) {
 			return m
 		}
 		m := &levelModules{snap: s, idle: idle, header: (*Request).writeHeader, body: (*Request).writeBody}
+		for _, b := range bits {
+			m.active |= b &^ idle
+		}
 		for _, f := range setup.headers {
 			if idle&bits[f.mod] == 0 {
 				m.header = f.f(m.header)
@@ -230,7 +241,7 @@ func (s *Snapshot) buildEngine(setup *Setup, bits []uint64) {
 		}
 	}
 	for _, h := range setup.phases[LogPhase] {
-		s.logHandlers = append(s.logHandlers, h.h)
+		s.logHandlers = append(s.logHandlers, logHandler{h: h.h, bit: bits[h.mod]})
 	}
 }
 
