@@ -347,7 +347,7 @@ func (c *conn) begin() *route.AddrServers {
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
 	c.w.seq++
-	r.seq, r.met = c.w.seq, 0
+	r.seq, r.met, r.mods = c.w.seq, 0, &s.all
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done, r.complete = BodyNone, false, false, false, false, false
 	r.clientClosed = false
