@@ -169,10 +169,15 @@ func (c *conn) recycle() {
 // defaultServerConf is the core config of the listen address's default server,
 // which governs a connection until a request names its server (nginx does the same).
 func (c *conn) defaultServerConf() *LocConf {
-	if _, a := c.w.addrServers(c.localAddr()); a != nil {
-		return ServerConf(a.Default)
+	_, a := c.w.addrServers(c.localAddr())
+	if a == nil {
+		return DefaultConf()
 	}
-	return DefaultConf()
+	m := &c.w.addr // addrServers' memo, now for this address: asked three times a request
+	if m.dsc == nil {
+		m.dsc = ServerConf(a.Default)
+	}
+	return m.dsc
 }
 
 func (c *conn) start() {
