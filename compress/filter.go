@@ -47,6 +47,10 @@ type reqCtx struct {
 	// staticOK, staticOn: the precompressed handler's check, for staticAccept.
 	staticOK, staticOn bool
 	failed             bool // the body cannot be encoded or decoded: what follows is dropped
+	// seq is the request (Request.Seq) the header filter decided for: a
+	// response at a level without the filters leaves the state of an earlier
+	// request, which is not its own.
+	seq uint64
 
 	r    *httpcore.Request
 	next httpcore.BodyFilter
@@ -81,31 +85,44 @@ func initModule(s *httpcore.Setup) error {
 	if !used && !precompressed {
 		return nil
 	}
-	nextHeader := s.HeaderFilter()
-	s.SetHeaderFilter(func(r *httpcore.Request) {
-		headerFilter(r)
-		nextHeader(r)
+	// The filters work where a level compresses or gunzips, where it serves
+	// precompressed files, and, when some level does, where gzip_vary may add the
+	// Vary that one of them asked for before an internal redirect (nginx's
+	// r->gzip_vary, which its core header filter honours under any gzip setting).
+	// Elsewhere a response does not meet them, as nginx's gzip filter returns at
+	// once under gzip off; the state an earlier response left is not the
+	// request's (reqCtx.seq).
+	s.ActiveWhere(func(c any) bool {
+		lc := c.(*LocConf)
+		return !lc.idle || lc.Static != [numEncodings]StaticMode{} || precompressed && lc.Vary
 	})
-	nextBody := s.BodyFilter()
-	s.SetBodyFilter(func(r *httpcore.Request, o *httpcore.Out) {
-		ctx, _ := r.Ctx(key).(*reqCtx)
-		if ctx == nil || ctx.mode == passThrough || ctx.headerOnly {
-			nextBody(r, o)
-			return
+	s.AddHeaderFilter(func(next httpcore.HeaderFilter) httpcore.HeaderFilter {
+		return func(r *httpcore.Request) {
+			headerFilter(r)
+			next(r)
 		}
-		if ctx.failed {
-			return
+	})
+	s.AddBodyFilter(func(next httpcore.BodyFilter) httpcore.BodyFilter {
+		return func(r *httpcore.Request, o *httpcore.Out) {
+			ctx, _ := r.Ctx(key).(*reqCtx)
+			if ctx == nil || ctx.mode == passThrough || ctx.headerOnly || ctx.seq != r.Seq() {
+				next(r, o)
+				return
+			}
+			if ctx.failed {
+				return
+			}
+			ctx.r, ctx.next = r, next
+			if ctx.loop == nil {
+				ctx.loop = r.Worker().State(key).(*loopState)
+			}
+			if ctx.mode == encoding {
+				ctx.encode(o)
+			} else {
+				ctx.gunzip(o)
+			}
+			ctx.r, ctx.next = nil, nil
 		}
-		ctx.r, ctx.next = r, nextBody
-		if ctx.loop == nil {
-			ctx.loop = r.Worker().State(key).(*loopState)
-		}
-		if ctx.mode == encoding {
-			ctx.encode(o)
-		} else {
-			ctx.gunzip(o)
-		}
-		ctx.r, ctx.next = nil, nil
 	})
 	return s.AddHandler(httpcore.LogPhase, func(r *httpcore.Request) httpcore.Status {
 		if ctx, _ := r.Ctx(key).(*reqCtx); ctx != nil {
@@ -129,7 +146,7 @@ func headerFilter(r *httpcore.Request) {
 	}
 	ctx := ctxOf(r)
 	ctx.release()
-	*ctx = reqCtx{loop: ctx.loop, gzipVary: ctx.gzipVary}
+	*ctx = reqCtx{loop: ctx.loop, gzipVary: ctx.gzipVary, seq: r.Seq()}
 	if lc == nil {
 		return
 	}
@@ -386,7 +403,7 @@ func (ctx *reqCtx) release() {
 // compressed size, two decimals rounded as nginx rounds them, once it is complete.
 func gzipRatio(dst []byte, r *httpcore.Request, _ string) []byte {
 	ctx, _ := r.Ctx(key).(*reqCtx)
-	if ctx == nil || !r.HeaderSent() || ctx.mode != encoding || ctx.enc != Gzip || !ctx.finished || ctx.out == 0 {
+	if ctx == nil || ctx.seq != r.Seq() || !r.HeaderSent() || ctx.mode != encoding || ctx.enc != Gzip || !ctx.finished || ctx.out == 0 {
 		return dst
 	}
 	return appendRatio(dst, ctx.in, ctx.out)

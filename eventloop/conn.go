@@ -190,9 +190,15 @@ func (c *conn) updateEvents() {
 	}
 }
 
-// connEvent handles one epoll event for c.
+// connEvent handles one epoll event for c, a panic closing c.
 func (l *Loop) connEvent(c *conn, ev uint32) {
 	defer l.recoverConn(c)
+	l.handleEvent(c, ev)
+}
+
+// handleEvent handles one epoll event for c. Its caller contains a panic
+// (connEvent, or a batch's dispatch).
+func (l *Loop) handleEvent(c *conn, ev uint32) {
 	switch c.state {
 	case connClosed:
 		return
@@ -218,11 +224,15 @@ func (l *Loop) connEvent(c *conn, ev uint32) {
 // recoverConn turns a handler panic into closing that connection.
 func (l *Loop) recoverConn(c *conn) {
 	if r := recover(); r != nil {
-		l.panics.Add(1)
-		l.log.Error("panic in connection handler; closing the connection",
-			"panic", r, "fd", c.fd, "remote", c.RemoteAddr(), "stack", string(debug.Stack()))
-		c.closeNow(&PanicError{Value: r})
+		l.connPanic(c, r)
 	}
+}
+
+func (l *Loop) connPanic(c *conn, r any) {
+	l.panics.Add(1)
+	l.log.Error("panic in connection handler; closing the connection",
+		"panic", r, "fd", c.fd, "remote", c.RemoteAddr(), "stack", string(debug.Stack()))
+	c.closeNow(&PanicError{Value: r})
 }
 
 func (l *Loop) callOpen(c *conn) {

@@ -193,6 +193,67 @@ func TestStopClosesEverything(t *testing.T) {
 	}
 }
 
+// TestHandlerPanicsInOneBatch: panics of two connections whose events come in the
+// same epoll batch (the loop was held while they arrived) close those two only
+// (one closed itself before its panic); the other events of the batch are handled.
+func TestHandlerPanicsInOneBatch(t *testing.T) {
+	h := &funcHandler{
+		data: func(c Conn, b []byte) {
+			switch string(b) {
+			case "hold":
+				time.Sleep(300 * time.Millisecond) // the others' data arrive meanwhile
+			case "boom":
+				panic("handler boom")
+			case "closeboom":
+				c.Close()
+				panic("handler boom")
+			}
+			_, _ = c.Write(b)
+		},
+	}
+	logger, logs := newLogger()
+	l, addr := startLoop(t, Config{Handler: h, Logger: logger})
+	conns := map[string]net.Conn{}
+	for _, name := range []string{"hold", "boom1", "c", "boom2", "d"} {
+		c := dial(t, addr)
+		defer c.Close()
+		roundTrip(t, c, "open")
+		conns[name] = c
+	}
+	if _, err := conns["hold"].Write([]byte("hold")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, name := range []string{"boom1", "c", "boom2", "d"} {
+		msg := name
+		switch name {
+		case "boom1":
+			msg = "boom"
+		case "boom2":
+			msg = "closeboom"
+		}
+		if _, err := conns[name].Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, name := range []string{"hold", "c", "d"} {
+		buf := make([]byte, len(name))
+		_ = conns[name].SetReadDeadline(time.Now().Add(20 * time.Second))
+		if _, err := io.ReadFull(conns[name], buf); err != nil || string(buf) != name {
+			t.Errorf("%s: %q %v", name, buf, err)
+		}
+	}
+	expectClosed(t, conns["boom1"])
+	expectClosed(t, conns["boom2"])
+	if got := roundTrip(t, conns["c"], "after"); got != "after" {
+		t.Fatalf("existing conn: %q", got)
+	}
+	if l.Stats().Panics != 2 || logs.count("handler boom") != 2 {
+		t.Errorf("panics %d, logged %d", l.Stats().Panics, logs.count("handler boom"))
+	}
+}
+
 func TestHandlerPanicClosesOnlyThatConn(t *testing.T) {
 	closed := make(chan error, 4)
 	h := &funcHandler{

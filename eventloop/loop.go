@@ -32,14 +32,18 @@ type Loop struct {
 	handler Handler
 	pool    BufferPool
 
-	taskFd   int      // eventfd: written when tasks are queued, in the epoll set
-	tasks    []func() // queued by Run, under mu
-	running  []func() // the batch being run (reused)
-	taskBuf  [8]byte
-	epfd     int
-	events   [batchSize]unix.EpollEvent
-	modEvent unix.EpollEvent
-	table    fdTable
+	taskFd  int      // eventfd: written when tasks are queued, in the epoll set
+	tasks   []func() // queued by Run, under mu
+	running []func() // the batch being run (reused)
+	taskBuf [8]byte
+	epfd    int
+	events  [batchSize]unix.EpollEvent
+	// next and batchN: the batch's next event and its length (dispatch);
+	// eventKind what the event being handled is for.
+	next, batchN int
+	eventKind    slotKind
+	modEvent     unix.EpollEvent
+	table        fdTable
 
 	base     time.Time
 	wall     time.Time // when the current batch started (tick)

@@ -3,6 +3,7 @@ package eventloop
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -165,16 +166,28 @@ func (l *Loop) pollBatch() {
 		}
 		return
 	}
-	for i := range n {
+	for l.next, l.batchN = 0, n; l.next < n; {
+		l.dispatch()
+	}
+}
+
+// dispatch handles the batch's events from l.next on. A panic of a connection's
+// handler closes that connection, and its caller goes on with the next event: one
+// deferred recover for the batch (a panic starts another), not one an event.
+func (l *Loop) dispatch() {
+	defer l.recoverEvent()
+	for i, n := l.next, l.batchN; i < n; i++ {
+		l.next = i + 1
 		ev := &l.events[i]
 		s := l.table.lookup(int(ev.Fd), uint32(ev.Pad))
 		if s == nil {
 			l.staleEvents.Add(1)
 			continue
 		}
+		l.eventKind = s.kind
 		switch s.kind {
 		case slotConn:
-			l.connEvent(s.conn(), ev.Events)
+			l.handleEvent(s.conn(), ev.Events)
 		case slotListener:
 			l.acceptEvent(s.ln())
 		case slotTimerfd:
@@ -184,6 +197,31 @@ func (l *Loop) pollBatch() {
 		case slotWatch:
 			l.watchEvent(s.watch())
 		}
+		l.eventKind = slotFree
 		l.endCallback()
 	}
+}
+
+// recoverEvent contains the panic of the connection whose event dispatch was
+// handling: that connection closes, as its event ends. Any other panic goes on
+// (the event kinds that can have one contain it themselves).
+func (l *Loop) recoverEvent() {
+	if l.eventKind != slotConn {
+		return
+	}
+	l.eventKind = slotFree
+	r := recover()
+	if r == nil {
+		return
+	}
+	ev := &l.events[l.next-1]
+	if s := l.table.lookup(int(ev.Fd), uint32(ev.Pad)); s != nil && s.kind == slotConn {
+		l.connPanic(s.conn(), r)
+	} else {
+		// The handler had closed its connection before the panic.
+		l.panics.Add(1)
+		l.log.Error("panic in connection handler; the connection was closed",
+			"panic", r, "fd", ev.Fd, "stack", string(debug.Stack()))
+	}
+	l.endCallback()
 }

@@ -110,19 +110,21 @@ func initModule(s *httpcore.Setup) error {
 		trailers = trailers || len(lc.(*LocConf).AddTrailers) > 0
 	})
 	if headers || trailers {
-		next := s.HeaderFilter()
-		s.SetHeaderFilter(func(r *httpcore.Request) {
-			addHeaders(r)
-			next(r)
+		s.AddHeaderFilter(func(next httpcore.HeaderFilter) httpcore.HeaderFilter {
+			return func(r *httpcore.Request) {
+				addHeaders(r)
+				next(r)
+			}
 		})
 	}
 	if trailers {
-		next := s.BodyFilter()
-		s.SetBodyFilter(func(r *httpcore.Request, o *httpcore.Out) {
-			if o.Last && r.TrailersExpected() {
-				addTrailers(r)
+		s.AddBodyFilter(func(next httpcore.BodyFilter) httpcore.BodyFilter {
+			return func(r *httpcore.Request, o *httpcore.Out) {
+				if o.Last && r.TrailersExpected() {
+					addTrailers(r)
+				}
+				next(r, o)
 			}
-			next(r, o)
 		})
 	}
 	return nil

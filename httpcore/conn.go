@@ -169,10 +169,15 @@ func (c *conn) recycle() {
 // defaultServerConf is the core config of the listen address's default server,
 // which governs a connection until a request names its server (nginx does the same).
 func (c *conn) defaultServerConf() *LocConf {
-	if _, a := c.w.addrServers(c.localAddr()); a != nil {
-		return ServerConf(a.Default)
+	_, a := c.w.addrServers(c.localAddr())
+	if a == nil {
+		return DefaultConf()
 	}
-	return DefaultConf()
+	m := &c.w.addr // addrServers' memo, now for this address: asked three times a request
+	if m.dsc == nil {
+		m.dsc = ServerConf(a.Default)
+	}
+	return m.dsc
 }
 
 func (c *conn) start() {
@@ -347,7 +352,7 @@ func (c *conn) begin() *route.AddrServers {
 	r.status, r.bodySent, r.headSent, r.redirects, r.forceStatus, r.internalGET, r.uriChanged = 0, 0, 0, 0, 0, false, false
 	r.wireSent, r.headSize, r.bodyWire, r.pipelined, r.hasID = 0, 0, 0, c.pipelined, false
 	c.w.seq++
-	r.seq = c.w.seq
+	r.seq, r.met, r.mods = c.w.seq, 0, &s.all
 	r.errorPageDone, r.carried, r.carriedType, r.args = false, r.carried[:0], r.carriedType[:0], r.args[:0]
 	r.body, r.buffering, r.logged, r.headerSent, r.done, r.complete = BodyNone, false, false, false, false, false
 	r.clientClosed = false

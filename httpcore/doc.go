@@ -78,9 +78,11 @@
 // is unknown, until the close for HTTP/1.0), Connection and Keep-Alive. The body goes
 // through the body filters (SendBody, SendFile, Flush), the last of which writes to
 // the connection: the head with the first body bytes in one system call, chunks
-// encoded. A module puts a filter on top in its Init (Setup.SetHeaderFilter,
-// SetBodyFilter) and calls the one that was on top before it, as nginx's
-// ngx_http_top_header_filter.
+// encoded. A module puts a filter on top in its Init (Setup.AddHeaderFilter,
+// AddBodyFilter) and calls the one that was on top before it, as nginx's
+// ngx_http_top_header_filter. The core makes the chains once for each set of
+// modules active at some level (Setup.ActiveWhere): a location whose
+// configuration leaves a module idle does not pass its responses through it.
 //
 // # Variables
 //

@@ -147,7 +147,9 @@ func (r *Request) SendHeader() {
 	}
 	r.status = h.Status
 	r.headerSent = true
-	r.snap.topHeader(r)
+	m := r.c.modules(r.snap)
+	r.met, r.mods = r.met|m.active, m
+	m.header(r)
 	if s := r.c.sub; s != nil && s.hooks.Header != nil {
 		s.hooks.Header(r)
 	}
@@ -386,7 +388,7 @@ func (r *Request) appendAbsolute(h, location []byte) []byte {
 func (r *Request) SendBody(p []byte, last bool) {
 	o := &r.o
 	*o = Out{Data: p, Last: last}
-	r.snap.topBody(r, o)
+	r.mods.body(r, o)
 }
 
 // SendFile passes n bytes of the regular file fd from off through the body filters
@@ -401,18 +403,18 @@ func (r *Request) SendFile(fd int, off, n int64, last bool) {
 func (r *Request) SendFileSized(fd int, off, n, size int64, last bool) {
 	o := &r.o
 	*o = Out{FileFd: fd, FileOff: off, FileN: n, FileSize: size, Last: last}
-	r.snap.topBody(r, o)
+	r.mods.body(r, o)
 }
 
 // Flush sends what the filters and the writer hold (the head, when no body bytes
 // came with it) now.
 func (r *Request) Flush() {
-	if r.head == nil && !r.snap.bodyFilters {
+	if r.head == nil && !r.mods.bodyFilters {
 		return // nothing held: spare the chain
 	}
 	o := &r.o
 	*o = Out{Flush: true}
-	r.snap.topBody(r, o)
+	r.mods.body(r, o)
 }
 
 // writeBody is the last body filter: it writes to the connection, the head first if

@@ -135,7 +135,30 @@ func NewKey() Key {
 type Setup struct {
 	Config *conf.Config
 	snap   *Snapshot
-	phases [numPhases][]Handler
+	phases [numPhases][]setupHandler
+	// The filters in the order added (the last is the top), each made on the
+	// next link for every set of modules active at some level.
+	headers []setupHeader
+	bodies  []setupBody
+	// mod is the module whose Init runs (an index of snap.hooks); active, per
+	// module, its ActiveWhere (nil: everywhere).
+	mod    int
+	active []func(lc any) bool
+}
+
+type setupHandler struct {
+	h   Handler
+	mod int
+}
+
+type setupHeader struct {
+	f   func(next HeaderFilter) HeaderFilter
+	mod int
+}
+
+type setupBody struct {
+	f   func(next BodyFilter) BodyFilter
+	mod int
 }
 
 // AddHandler adds h to phase p, after the handlers added before it. Handlers of the
@@ -145,22 +168,32 @@ func (s *Setup) AddHandler(p Phase, h Handler) error {
 	if p == PostRewritePhase || p >= numPhases {
 		return fmt.Errorf("httpcore: no handlers in the %s phase", p)
 	}
-	s.phases[p] = append(s.phases[p], h)
+	s.phases[p] = append(s.phases[p], setupHandler{h: h, mod: s.mod})
 	return nil
 }
 
-// HeaderFilter is the top of the header filter chain: a filter added with
-// SetHeaderFilter keeps it as the next link.
-func (s *Setup) HeaderFilter() HeaderFilter { return s.snap.topHeader }
+// AddHeaderFilter puts a header filter on top of the chain: f makes it on next,
+// the link below it, which it must call to pass the head on. The core makes the
+// chain once for each set of modules active at some level (ActiveWhere).
+func (s *Setup) AddHeaderFilter(f func(next HeaderFilter) HeaderFilter) {
+	s.headers = append(s.headers, setupHeader{f: f, mod: s.mod})
+}
 
-// SetHeaderFilter puts f on top of the header filter chain.
-func (s *Setup) SetHeaderFilter(f HeaderFilter) { s.snap.topHeader = f }
+// AddBodyFilter puts a body filter on top of the chain, as AddHeaderFilter.
+func (s *Setup) AddBodyFilter(f func(next BodyFilter) BodyFilter) {
+	s.bodies = append(s.bodies, setupBody{f: f, mod: s.mod})
+}
 
-// BodyFilter is the top of the body filter chain.
-func (s *Setup) BodyFilter() BodyFilter { return s.snap.topBody }
-
-// SetBodyFilter puts f on top of the body filter chain.
-func (s *Setup) SetBodyFilter(f BodyFilter) { s.snap.topBody, s.snap.bodyFilters = f, true }
+// ActiveWhere says at which levels (the http block, each server, each location) the
+// module being set up works: where active(its config of the level) is false, its
+// filters and its handlers from the find config phase to the content phase are left
+// out of the requests served there, decided here once rather than checked by each
+// request. Its handlers of the phases before (the location is not known yet) run
+// for every request, those of the log phase for a request that met one of its
+// handlers or filters. Without it the module is active everywhere.
+func (s *Setup) ActiveWhere(active func(lc any) bool) {
+	s.active[s.mod] = active
+}
 
 // SetState keeps v as the module's state for this snapshot (Snapshot.State).
 func (s *Setup) SetState(k Key, v any) { s.snap.states[k] = v }

@@ -196,6 +196,9 @@ type LocConf struct {
 	// limitLoc its location; not inherited (nginx's merge leaves them).
 	limitExcept uint16
 	limitLoc    *conf.Location
+	// mods is what works at this level (filters, modules left out), set by the
+	// last snapshot made of the configuration (NewSnapshot).
+	mods *levelModules
 
 	// nameRulesVary: on some address of this server, servers drop different field
 	// names, so the rules follow Host while a head is read (check sets it).

@@ -13,68 +13,77 @@ func (r *Request) RunPhases() {
 	e := r.snap.engine
 	for r.phase < len(e) {
 		ph := &e[r.phase]
-		switch ph.step {
-		case stepFindConfig:
-			if !c.findConfig() {
-				return // answered (413, the 301 to "/dir/")
-			}
-			r.phase++
-			continue
-		case stepPostRewrite:
-			if !r.rewritten {
+		if ph.step == stepNone {
+			// A module's handler: left out where its module does not work.
+			if ph.bit != 0 && c.modules(r.snap).idle&ph.bit != 0 {
 				r.phase++
 				continue
 			}
-			// A rewrite changed $uri: the location is looked for again, at most
-			// 10 times a request with the internal redirects (nginx's uri_changes).
-			r.rewritten = false
-			r.redirects++
-			if r.redirects > maxURIChanges {
-				c.w.log.Error("rewrite or internal redirection cycle while processing \""+string(r.uriBuf)+"\"", "client", c.remoteAddr().String())
-				r.phase = len(e)
-				c.serverError()
-				return
-			}
-			r.phase = r.snap.rewriteIndex - 1 // find config
-			continue
-		case stepContent:
-			// The location's content handler (nginx's clcf->handler), which a
-			// module's directive set; when it declines, the phase's handlers run.
-			c.armSendTimeout()
-			next := r.phase + 1
-			if h := c.lcf.handler; h != nil && r.loc != nil {
-				r.phase = len(e) // the handler may finish the request before it returns
-				if rc := h(r); rc != Declined {
-					r.finalize(rc)
+		} else {
+			switch ph.step {
+			case stepFindConfig:
+				if !c.findConfig() {
+					return // answered (413, the 301 to "/dir/")
+				}
+				r.phase++
+				continue
+			case stepPostRewrite:
+				if !r.rewritten {
+					r.phase++
+					continue
+				}
+				// A rewrite changed $uri: the location is looked for again, at most
+				// 10 times a request with the internal redirects (nginx's uri_changes).
+				r.rewritten = false
+				r.redirects++
+				if r.redirects > maxURIChanges {
+					c.w.log.Error("rewrite or internal redirection cycle while processing \""+string(r.uriBuf)+"\"", "client", c.remoteAddr().String())
+					r.phase = len(e)
+					c.serverError()
 					return
 				}
-			}
-			r.phase = next
-			continue
-		case stepPostAccess:
-			r.phase++
-			if code := int(r.accessCode); code != 0 {
-				// satisfy any, and no handler allowed: the 401 if one asked for
-				// credentials, else the 403 (nginx's post-access phase).
-				r.accessCode = 0
-				if code == 403 && c.w.log.Enabled(context.Background(), slog.LevelError) {
-					c.w.log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
+				r.phase = r.snap.rewriteIndex - 1 // find config
+				continue
+			case stepContent:
+				// The location's content handler (nginx's clcf->handler), which a
+				// module's directive set; when it declines, the phase's handlers run.
+				c.armSendTimeout()
+				next := r.phase + 1
+				if h := c.lcf.handler; h != nil && r.loc != nil {
+					r.phase = len(e) // the handler may finish the request before it returns
+					if rc := h(r); rc != Declined {
+						r.finalize(rc)
+						return
+					}
 				}
+				r.phase = next
+				continue
+			case stepPostAccess:
+				r.phase++
+				if code := int(r.accessCode); code != 0 {
+					// satisfy any, and no handler allowed: the 401 if one asked for
+					// credentials, else the 403 (nginx's post-access phase).
+					r.accessCode = 0
+					if code == 403 && c.w.log.Enabled(context.Background(), slog.LevelError) {
+						c.w.log.Error("access forbidden by rule", "client", r.RemoteAddr().String())
+					}
+					r.phase = len(e)
+					r.finalize(Status(code))
+					return
+				}
+				continue
+			case stepNotFound:
 				r.phase = len(e)
-				r.finalize(Status(code))
+				r.finalize(404) // nothing serves this location
 				return
 			}
-			continue
-		case stepNotFound:
-			r.phase = len(e)
-			r.finalize(404) // nothing serves this location
-			return
 		}
 		i := r.phase
 		if ph.phase == AccessPhase && c.sub != nil {
 			r.phase = ph.next // a subrequest is not checked (nginx's access checker)
 			continue
 		}
+		r.met |= ph.bit
 		rc := ph.h(r)
 		if ph.phase == AccessPhase {
 			if rc = r.access(rc); rc == Declined {
@@ -198,7 +207,9 @@ func (c *conn) logRequest() {
 	}
 	r.logged = true
 	for _, h := range r.snap.logHandlers {
-		h(r)
+		if h.bit == 0 || r.met&h.bit != 0 {
+			h.h(r)
+		}
 	}
 	c.endBodyFile() // client_body_in_file_only clean: when the request ends
 }

@@ -73,19 +73,21 @@ var probe = &conf.Module{
 			return answerTrace(r)
 		})
 		s.AddHandler(LogPhase, func(r *Request) Status { logged++; return OK })
-		nextHeader := s.HeaderFilter()
-		s.SetHeaderFilter(func(r *Request) {
-			h := r.Header()
-			h.Add([]byte("X-Probe"), []byte("1"))
-			nextHeader(r)
-		})
-		nextBody := s.BodyFilter()
-		s.SetBodyFilter(func(r *Request, out *Out) {
-			if len(out.Data) > 0 {
-				upper := bytes.ToUpper(out.Data)
-				out.Data = upper
+		s.AddHeaderFilter(func(nextHeader HeaderFilter) HeaderFilter {
+			return func(r *Request) {
+				h := r.Header()
+				h.Add([]byte("X-Probe"), []byte("1"))
+				nextHeader(r)
 			}
-			nextBody(r, out)
+		})
+		s.AddBodyFilter(func(nextBody BodyFilter) BodyFilter {
+			return func(r *Request, out *Out) {
+				if len(out.Data) > 0 {
+					upper := bytes.ToUpper(out.Data)
+					out.Data = upper
+				}
+				nextBody(r, out)
+			}
 		})
 		return nil
 	}},
@@ -214,8 +216,8 @@ func TestUnusedModuleCostsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.engine) != 4 || snap.bodyFilters || len(snap.logHandlers) != 0 {
-		t.Errorf("engine %+v, body filters %v", snap.engine, snap.bodyFilters)
+	if len(snap.engine) != 4 || snap.all.bodyFilters || len(snap.logHandlers) != 0 {
+		t.Errorf("engine %+v, body filters %v", snap.engine, snap.all.bodyFilters)
 	}
 }
 

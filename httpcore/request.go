@@ -36,10 +36,16 @@ type Request struct {
 	// For $bytes_sent and $body_bytes_sent as nginx counts them (c->sent and
 	// r->header_size): every byte written for the response, framing included, and
 	// the head's share of it.
-	wireSent  int64
-	headSize  int64
-	bodyWire  int64    // request body bytes read off the wire for a handler, framing included ($request_length)
-	seq       uint64   // the worker's count of requests at this one's start (Seq)
+	wireSent int64
+	headSize int64
+	bodyWire int64  // request body bytes read off the wire for a handler, framing included ($request_length)
+	seq      uint64 // the worker's count of requests at this one's start (Seq)
+	// met: the bits of the modules active at some levels only (Setup.ActiveWhere)
+	// whose handlers or filters the request met; their log handlers run for it.
+	met uint64
+	// mods is what works where the response head went through its filters
+	// (SendHeader): its body goes through the same body filters.
+	mods      *levelModules
 	pipelined bool     // the head was already read when the request before it ended ($pipe)
 	id        [32]byte // $request_id, made on first use (hasID)
 	hasID     bool

@@ -24,13 +24,13 @@ type Snapshot struct {
 	serverIndex  int // the first entry of the server rewrite phase
 	contentIndex int // the content phase's step (a background request starts there)
 	rewriteIndex int // the first entry of the location rewrite phase
-	logHandlers  []Handler
-	topHeader    HeaderFilter
-	topBody      BodyFilter
-	bodyFilters  bool // a module added a body filter
-	states       [maxKeys]any
-	hooks        []*Hooks // the registry's HTTP modules, in order
-	stats        bool     // a module reports figures (Setup.EnableStats)
+	logHandlers  []logHandler
+	// all is every module at work, for a level the snapshot did not see (each
+	// level it did has its own, LocConf.mods).
+	all    levelModules
+	states [maxKeys]any
+	hooks  []*Hooks // the registry's HTTP modules, in order
+	stats  bool     // a module reports figures (Setup.EnableStats)
 }
 
 // phaseHandler is one entry of the engine: a module's handler, or a step of the
@@ -39,8 +39,31 @@ type phaseHandler struct {
 	phase Phase
 	h     Handler
 	step  coreStep
-	next  int // the first entry of the next phase
+	next  int    // the first entry of the next phase
+	bit   uint64 // the module's bit in levelModules.idle (0: it is active everywhere)
 }
+
+// logHandler is a log phase handler; one with a bit runs only for a request its
+// module worked for (Request.met).
+type logHandler struct {
+	h   Handler
+	bit uint64
+}
+
+// levelModules is what works at the levels where the same modules are active
+// (Setup.ActiveWhere): their filter chains, and the modules left out.
+type levelModules struct {
+	snap        *Snapshot
+	idle        uint64 // the bits of the modules inactive here
+	active      uint64 // the bits of the others
+	header      HeaderFilter
+	body        BodyFilter
+	bodyFilters bool // a body filter is in the chain
+}
+
+// maxActiveWhere bounds the modules that are active at some levels only: their bits
+// make a uint64.
+const maxActiveWhere = 64
 
 // coreStep is a phase engine entry of the core itself.
 type coreStep uint8
@@ -63,12 +86,11 @@ func NewSnapshot(cfg *conf.Config) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{Config: cfg, Routes: route.Build(cfg), vars: vars}
-	s.topHeader = (*Request).writeHeader
-	s.topBody = (*Request).writeBody
 	if err := createTempPaths(cfg); err != nil {
 		return nil, err
 	}
 	setup := &Setup{Config: cfg, snap: s}
+	var mods []*conf.Module
 	for _, m := range cfg.Registry().Modules() {
 		h, ok := m.Ctx.(*Hooks)
 		if !ok {
@@ -78,18 +100,111 @@ func NewSnapshot(cfg *conf.Config) (*Snapshot, error) {
 			return nil, fmt.Errorf("module %s: loop state without a key (httpcore.NewKey)", m.Name)
 		}
 		s.hooks = append(s.hooks, h)
+		mods = append(mods, m)
+		setup.mod = len(s.hooks) - 1
+		setup.active = append(setup.active, nil)
 		if h.Init != nil {
 			if err := h.Init(setup); err != nil {
 				return nil, fmt.Errorf("module %s: %w", m.Name, err)
 			}
 		}
 	}
-	s.buildEngine(setup)
+	bits, err := setup.bits()
+	if err != nil {
+		return nil, err
+	}
+	s.buildEngine(setup, bits)
+	s.setLevels(setup, mods, bits)
 	return s, nil
 }
 
+// bits gives each module that is active at some levels only its bit.
+func (s *Setup) bits() ([]uint64, error) {
+	bits := make([]uint64, len(s.active))
+	n := 0
+	for i, a := range s.active {
+		if a == nil {
+			continue
+		}
+		if n == maxActiveWhere {
+			return nil, fmt.Errorf("httpcore: more than %d modules active at some levels only", maxActiveWhere)
+		}
+		bits[i] = 1 << n
+		n++
+	}
+	return bits, nil
+}
+
+// setLevels decides at each level of the configuration which modules work there,
+// and makes the filter chains of each set of them once.
+func (s *Snapshot) setLevels(setup *Setup, mods []*conf.Module, bits []uint64) {
+	sets := map[uint64]*levelModules{}
+	set := func(idle uint64) *levelModules {
+		if m := sets[idle]; m != nil {
+			return m
+		}
+		m := &levelModules{snap: s, idle: idle, header: (*Request).writeHeader, body: (*Request).writeBody}
+		for _, b := range bits {
+			m.active |= b &^ idle
+		}
+		for _, f := range setup.headers {
+			if idle&bits[f.mod] == 0 {
+				m.header = f.f(m.header)
+			}
+		}
+		for _, f := range setup.bodies {
+			if idle&bits[f.mod] == 0 {
+				m.body, m.bodyFilters = f.f(m.body), true
+			}
+		}
+		sets[idle] = m
+		return m
+	}
+	s.all = *set(0)
+	if s.Config.HTTP == nil {
+		return
+	}
+	done := map[*LocConf]*levelModules{}
+	level := func(lcf *LocConf, conf func(*conf.Module) any) {
+		var idle uint64
+		for i, a := range setup.active {
+			if a != nil && !a(conf(mods[i])) {
+				idle |= bits[i]
+			}
+		}
+		m := set(idle)
+		if prev, ok := done[lcf]; ok && prev != m {
+			m = nil // levels that share a config (none do today): everything works there
+		}
+		done[lcf], lcf.mods = m, m
+	}
+	level(HTTPConf(s.Config.HTTP), s.Config.HTTP.Conf)
+	var walk func(locs []*conf.Location)
+	walk = func(locs []*conf.Location) {
+		for _, loc := range locs {
+			level(LocationConf(loc), loc.Conf)
+			walk(loc.Locations)
+		}
+	}
+	for _, srv := range s.Config.HTTP.Servers {
+		level(ServerConf(srv), srv.Conf)
+		walk(srv.Locations)
+	}
+}
+
+// modules is what works at the request's level of snap: the filters, the modules
+// left out.
+func (c *conn) modules(snap *Snapshot) *levelModules {
+	if lcf := c.lcf; lcf != nil {
+		if m := lcf.mods; m != nil && m.snap == snap {
+			return m
+		}
+	}
+	return &snap.all
+}
+
 // buildEngine lays the phases out in one list, as ngx_http_init_phase_handlers.
-func (s *Snapshot) buildEngine(setup *Setup) {
+func (s *Snapshot) buildEngine(setup *Setup, bits []uint64) {
 	for p := PostReadPhase; p < LogPhase; p++ {
 		start := len(s.engine)
 		switch p {
@@ -108,7 +223,11 @@ func (s *Snapshot) buildEngine(setup *Setup) {
 			s.engine = append(s.engine, phaseHandler{phase: p, step: stepContent})
 		}
 		for _, h := range setup.phases[p] {
-			s.engine = append(s.engine, phaseHandler{phase: p, h: h})
+			ph := phaseHandler{phase: p, h: h.h}
+			if p >= FindConfigPhase && p <= ContentPhase {
+				ph.bit = bits[h.mod] // left out where the location's level says
+			}
+			s.engine = append(s.engine, ph)
 		}
 		switch {
 		case p == ContentPhase:
@@ -121,7 +240,9 @@ func (s *Snapshot) buildEngine(setup *Setup) {
 			s.engine[i].next = len(s.engine)
 		}
 	}
-	s.logHandlers = setup.phases[LogPhase]
+	for _, h := range setup.phases[LogPhase] {
+		s.logHandlers = append(s.logHandlers, logHandler{h: h.h, bit: bits[h.mod]})
+	}
 }
 
 // StatsEnabled reports that a module reports figures: modules count for it.

@@ -164,6 +164,7 @@ func (r *Request) newSub(h SubrequestHooks, background bool) *Request {
 	sr.started = time.Now()
 	sr.c.w.seq++
 	sr.seq = sr.c.w.seq // a request of its own: its $upstream_* start afresh
+	sr.met, sr.mods = 0, &r.snap.all
 	sr.wireSent, sr.headSize, sr.bodyWire, sr.hasID = 0, 0, 0, false
 	sr.status, sr.bodySent, sr.redirects, sr.forceStatus = 0, 0, 0, 0
 	sr.internalGET = true // a subrequest is a GET without a body (nginx's), HEAD too

@@ -123,6 +123,7 @@ type addrMemo struct {
 	local netip.AddrPort
 	snap  *Snapshot
 	a     *route.AddrServers
+	dsc   *LocConf // a's default server's config, once asked (conn.defaultServerConf)
 	ok    bool
 }
 

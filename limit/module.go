@@ -313,6 +313,12 @@ func initModule(s *httpcore.Setup) error {
 		return err
 	}
 	s.SetState(key, state{})
+	// The preaccess handlers work only at levels with limits (inherited ones
+	// included); the post-read and log handlers keep the request's state.
+	s.ActiveWhere(func(c any) bool {
+		lc := c.(*LocConf)
+		return lc.req != nil || lc.conn != nil
+	})
 	for _, a := range []struct {
 		p httpcore.Phase
 		h httpcore.Handler

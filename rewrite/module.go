@@ -319,7 +319,8 @@ func addRegex(c *conf.Cursor, re *pcre.Regexp, s *conf.Stmt) error {
 }
 
 // initModule puts the handler in the rewrite phases whose levels have rewrite
-// directives: without them the module costs a request nothing.
+// directives: without them the module costs a request nothing, nor does a
+// location without any.
 func initModule(s *httpcore.Setup) error {
 	if s.Config.HTTP == nil {
 		return nil
@@ -335,6 +336,9 @@ func initModule(s *httpcore.Setup) error {
 		}
 	}
 	if locations {
+		// Only at the levels with rewrite directives of their own (they are
+		// not inherited): elsewhere a request does not meet the handler.
+		s.ActiveWhere(func(lc any) bool { return len(lc.(*LocConf).ops) > 0 })
 		return s.AddHandler(httpcore.RewritePhase, locationHandler)
 	}
 	return nil

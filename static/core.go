@@ -95,10 +95,11 @@ func initModule(s *httpcore.Setup) error {
 		return err
 	}
 	if filter {
-		next := s.HeaderFilter()
-		s.SetHeaderFilter(func(r *httpcore.Request) {
-			headerFilter(r)
-			next(r)
+		s.AddHeaderFilter(func(next httpcore.HeaderFilter) httpcore.HeaderFilter {
+			return func(r *httpcore.Request) {
+				headerFilter(r)
+				next(r)
+			}
 		})
 	}
 	return nil

@@ -88,7 +88,8 @@ func (d *Domain) Stats() Stats {
 			lc := &l.classes[i]
 			s.Classes[i].Gets += lc.gets.Load()
 			s.Classes[i].Puts += lc.puts.Load()
-			s.Classes[i].FreeLocal += lc.nfree.Load()
+			// Loaded one by one while the owner goes on: never below zero.
+			s.Classes[i].FreeLocal += max(lc.taken.Load()-lc.given.Load()-lc.gets.Load()+lc.puts.Load(), 0)
 		}
 	}
 	for i := range s.Classes {

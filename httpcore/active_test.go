@@ -1,0 +1,176 @@
+package httpcore
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/numaproxy/numaproxy/conf"
+	"github.com/numaproxy/numaproxy/eventloop"
+)
+
+var pickyKey = NewKey()
+
+// pickyConf is the picky module's config at a level: picky on|off, inherited.
+type pickyConf struct{ on, set bool }
+
+// pickySeen is the picky module's request context: the request its rewrite
+// handler ran for.
+type pickySeen struct{ seq uint64 }
+
+// picky is a test module active only where "picky on" holds (ActiveWhere): a
+// rewrite handler, a header filter that adds X-Picky (and X-Picky-Rewrite when its
+// handler ran for the request), a body filter that upper-cases, and a log handler
+// that counts the requests it runs for.
+var picky = &conf.Module{
+	Name: "picky",
+	Directives: []conf.Directive{{Name: "picky", Contexts: conf.HTTPCtx | conf.ServerCtx | conf.LocationCtx, Args: conf.Flag,
+		Set: func(c *conf.Cursor, s *conf.Stmt) error {
+			pc := c.HTTPConf().(*pickyConf)
+			pc.on, pc.set = s.Args[0].Value == "on", true
+			return nil
+		}}},
+	NewHTTP: func() any { return &pickyConf{} },
+	MergeHTTP: func(parent, child any) error {
+		if c := child.(*pickyConf); !c.set {
+			c.on = parent.(*pickyConf).on
+		}
+		return nil
+	},
+	Ctx: &Hooks{Key: pickyKey, Init: func(s *Setup) error {
+		s.ActiveWhere(func(lc any) bool { return lc.(*pickyConf).on })
+		s.AddHandler(RewritePhase, func(r *Request) Status {
+			seen, _ := r.Ctx(pickyKey).(*pickySeen)
+			if seen == nil {
+				seen = &pickySeen{}
+				r.SetCtx(pickyKey, seen)
+			}
+			seen.seq = r.Seq()
+			return Declined
+		})
+		s.AddHeaderFilter(func(next HeaderFilter) HeaderFilter {
+			return func(r *Request) {
+				r.Header().Add([]byte("X-Picky"), []byte("1"))
+				if seen, _ := r.Ctx(pickyKey).(*pickySeen); seen != nil && seen.seq == r.Seq() {
+					r.Header().Add([]byte("X-Picky-Rewrite"), []byte("1"))
+				}
+				next(r)
+			}
+		})
+		s.AddBodyFilter(func(next BodyFilter) BodyFilter {
+			return func(r *Request, o *Out) {
+				o.Data = bytes.ToUpper(o.Data)
+				next(r, o)
+			}
+		})
+		return s.AddHandler(LogPhase, func(r *Request) Status { pickyLogged++; return OK })
+	}},
+}
+
+var pickyLogged int
+
+// TestActiveWhere: a module's filters and location-phase handlers run only at the
+// levels where its ActiveWhere holds, as the levels inherit it; its log handler
+// runs for the requests that met them.
+func TestActiveWhere(t *testing.T) {
+	get, l := serveWith(t, conf.MustRegistry(Module, picky), `
+  picky on;
+  server {
+    listen ADDR;
+    location /on/ { }
+    location /off/ { picky off; }
+    location /hop/ { error_page 404 /off/hop; }
+    location /deep/ {
+      picky off;
+      location /deep/on/ { picky on; }
+    }
+  }`)
+	for _, tc := range []struct {
+		path string
+		on   bool
+	}{
+		{"/on/a", true}, {"/off/a", false}, {"/on/b", true}, {"/deep/a", false}, {"/deep/on/a", true}, {"/off/b", false},
+		{"/hop/a", false}, // met the module's handler, answered from /off/
+	} {
+		resp, body := get(tc.path)
+		picked := resp.Header.Get("X-Picky") == "1" && resp.Header.Get("X-Picky-Rewrite") == "1" && strings.Contains(body, "<HTML>")
+		untouched := resp.Header.Get("X-Picky") == "" && resp.Header.Get("X-Picky-Rewrite") == "" && strings.Contains(body, "<html>")
+		if resp.StatusCode != 404 || tc.on && !picked || !tc.on && !untouched {
+			t.Errorf("%s: %d %v %q, want the module at work: %v", tc.path, resp.StatusCode, resp.Header, body, tc.on)
+		}
+	}
+	ran := make(chan int)
+	if err := l.Run(func() { ran <- pickyLogged }); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-ran; n != 4 {
+		t.Errorf("the log handler ran %d times for 4 requests that met the module (7 in all)", n)
+	}
+}
+
+// serveWith starts a loop on the http block's content (ADDR: its address) and
+// returns a GET on one connection to it, and the loop.
+func serveWith(t *testing.T, reg *conf.Registry, block string) (func(path string) (*http.Response, string), *eventloop.Loop) {
+	t.Helper()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	src := "events {}\nhttp {" + strings.ReplaceAll(block, "ADDR", addr) + "}\n"
+	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: filepath.Join(dir, "t.conf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := NewWorker(snap, log, 0)
+	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetLoop(l)
+	lst, err := eventloop.ListenAddrPort(netip.MustParseAddrPort(addr), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddListener(lst); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Stop(); <-l.Done() })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReader(c)
+	return func(path string) (*http.Response, string) {
+		t.Helper()
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}, l
+}
