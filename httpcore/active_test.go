@@ -174,3 +174,37 @@ func serveWith(t *testing.T, reg *conf.Registry, block string) (func(path string
 		return resp, string(body)
 	}, l
 }
+
+// TestSecondSnapshotKeepsLevels: a second snapshot of one configuration (a binary
+// upgrade undone while the first one's loops finish) leaves the levels the first
+// one set, which those loops read, and works with every module everywhere.
+func TestSecondSnapshotKeepsLevels(t *testing.T) {
+	dir := t.TempDir()
+	src := "events {}\nhttp { picky on; server { listen 127.0.0.1:1; location /off/ { picky off; } } }\n"
+	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(Module, picky), Prefix: dir, File: filepath.Join(dir, "t.conf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := LocationConf(cfg.HTTP.Servers[0].Locations[0])
+	if off.mods == nil || off.mods.snap != first || off.mods.idle == 0 {
+		t.Fatalf("first snapshot: /off/'s levels %+v, want picky idle there", off.mods)
+	}
+	levels := off.mods
+	second, err := NewSnapshot(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.mods != levels {
+		t.Fatal("the second snapshot replaced the levels the first one's loops read")
+	}
+	if second.all.idle != 0 {
+		t.Fatalf("the second snapshot leaves modules out: %b", second.all.idle)
+	}
+}

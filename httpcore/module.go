@@ -197,7 +197,7 @@ type LocConf struct {
 	limitExcept uint16
 	limitLoc    *conf.Location
 	// mods is what works at this level (filters, modules left out), set by the
-	// last snapshot made of the configuration (NewSnapshot).
+	// first snapshot made of the configuration (NewSnapshot, setLevels).
 	mods *levelModules
 
 	// nameRulesVary: on some address of this server, servers drop different field

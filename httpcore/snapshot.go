@@ -161,7 +161,10 @@ func (s *Snapshot) setLevels(setup *Setup, mods []*conf.Module, bits []uint64) {
 		return m
 	}
 	s.all = *set(0)
-	if s.Config.HTTP == nil {
+	if s.Config.HTTP == nil || HTTPConf(s.Config.HTTP).mods != nil {
+		// A configuration keeps the levels of its first snapshot: a later one (a
+		// binary upgrade undone, while the old loops finish their requests) does
+		// not write what those loops read, and works with every module everywhere.
 		return
 	}
 	done := map[*LocConf]*levelModules{}
