@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,7 +79,7 @@ var pickyLogged int
 // levels where its ActiveWhere holds, as the levels inherit it; its log handler
 // runs for the requests that met them.
 func TestActiveWhere(t *testing.T) {
-	get, l := serveWith(t, conf.MustRegistry(Module, picky), `
+	srv := serveWith(t, conf.MustRegistry(Module, picky), `
   picky on;
   server {
     listen ADDR;
@@ -100,7 +98,7 @@ func TestActiveWhere(t *testing.T) {
 		{"/on/a", true}, {"/off/a", false}, {"/on/b", true}, {"/deep/a", false}, {"/deep/on/a", true}, {"/off/b", false},
 		{"/hop/a", false}, // met the module's handler, answered from /off/
 	} {
-		resp, body := get(tc.path)
+		resp, body := srv.get(tc.path)
 		picked := resp.Header.Get("X-Picky") == "1" && resp.Header.Get("X-Picky-Rewrite") == "1" && strings.Contains(body, "<HTML>")
 		untouched := resp.Header.Get("X-Picky") == "" && resp.Header.Get("X-Picky-Rewrite") == "" && strings.Contains(body, "<html>")
 		if resp.StatusCode != 404 || tc.on && !picked || !tc.on && !untouched {
@@ -108,7 +106,7 @@ func TestActiveWhere(t *testing.T) {
 		}
 	}
 	ran := make(chan int)
-	if err := l.Run(func() { ran <- pickyLogged }); err != nil {
+	if err := srv.l.Run(func() { ran <- pickyLogged }); err != nil {
 		t.Fatal(err)
 	}
 	if n := <-ran; n != 4 {
@@ -116,26 +114,25 @@ func TestActiveWhere(t *testing.T) {
 	}
 }
 
+// served is a loop serving an http block, and one client connection to it.
+type served struct {
+	l  *eventloop.Loop
+	c  net.Conn
+	br *bufio.Reader
+	t  *testing.T
+}
+
 // serveWith starts a loop on the http block's content (ADDR: its address) and
-// returns a GET on one connection to it, and the loop.
-func serveWith(t *testing.T, reg *conf.Registry, block string) (func(path string) (*http.Response, string), *eventloop.Loop) {
+// connects to it.
+func serveWith(t *testing.T, reg *conf.Registry, block string) *served {
 	t.Helper()
-	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	src := "events {}\nhttp {" + strings.ReplaceAll(block, "ADDR", addr) + "}\n"
-	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: filepath.Join(dir, "t.conf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := NewSnapshot(cfg)
+	snap, err := NewSnapshot(mustConfWith(t, reg, "events {}\nhttp {"+strings.ReplaceAll(block, "ADDR", addr)+"}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,32 +159,26 @@ func serveWith(t *testing.T, reg *conf.Registry, block string) (func(path string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	br := bufio.NewReader(c)
-	return func(path string) (*http.Response, string) {
-		t.Helper()
-		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		return resp, string(body)
-	}, l
+	return &served{l: l, c: c, br: bufio.NewReader(c), t: t}
+}
+
+// get sends a GET of path on the connection and reads the response.
+func (s *served) get(path string) (*http.Response, string) {
+	s.t.Helper()
+	io.WriteString(s.c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, err := http.ReadResponse(s.br, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
 }
 
 // TestSecondSnapshotKeepsLevels: a second snapshot of one configuration (a binary
 // upgrade undone while the first one's loops finish) leaves the levels the first
 // one set, which those loops read, and works with every module everywhere.
 func TestSecondSnapshotKeepsLevels(t *testing.T) {
-	dir := t.TempDir()
-	src := "events {}\nhttp { picky on; server { listen 127.0.0.1:1; location /off/ { picky off; } } }\n"
-	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := conf.Load(conf.Options{Registry: conf.MustRegistry(Module, picky), Prefix: dir, File: filepath.Join(dir, "t.conf")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustConfWith(t, conf.MustRegistry(Module, picky), "events {}\nhttp { picky on; server { listen 127.0.0.1:1; location /off/ { picky off; } } }\n")
 	first, err := NewSnapshot(cfg)
 	if err != nil {
 		t.Fatal(err)

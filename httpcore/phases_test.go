@@ -1,13 +1,9 @@
 package httpcore
 
 import (
-	"bufio"
 	"bytes"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/numaproxy/numaproxy/conf"
-	"github.com/numaproxy/numaproxy/eventloop"
 )
 
 // probeKey is the probe module's request context: the phases its handlers saw.
@@ -117,61 +112,7 @@ func answerTrace(r *Request) Status {
 // TestPhasesAndFilters runs requests through a module that has a handler in every
 // phase and a filter in each chain, on a real loop.
 func TestPhasesAndFilters(t *testing.T) {
-	reg := conf.MustRegistry(Module, probe)
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	src := "events {}\nhttp { server { listen " + addr + "; location / { } location /own { probe; } } }\n"
-	if err := os.WriteFile(filepath.Join(dir, "t.conf"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := conf.Load(conf.Options{Registry: reg, Prefix: dir, File: filepath.Join(dir, "t.conf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := NewSnapshot(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := NewWorker(snap, log, 0)
-	l, err := eventloop.New(eventloop.Config{CPU: -1, Handler: w, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetLoop(l)
-	lst, err := eventloop.ListenAddrPort(netip.MustParseAddrPort(addr), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AddListener(lst); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { l.Stop(); <-l.Done() }()
-
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	get := func(path string) (*http.Response, string) {
-		t.Helper()
-		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		return resp, string(body)
-	}
+	srv := serveWith(t, conf.MustRegistry(Module, probe), "server { listen ADDR; location / { } location /own { probe; } }")
 	const before = "POST-READ,SERVER REWRITE,REWRITE,PREACCESS,ACCESS,PRECONTENT"
 	for _, tc := range []struct {
 		path, body string
@@ -182,16 +123,16 @@ func TestPhasesAndFilters(t *testing.T) {
 		{"/deny", "<HTML>", 403},
 		{"/none", "<HTML>", 404},
 	} {
-		resp, body := get(tc.path)
+		resp, body := srv.get(tc.path)
 		if resp.StatusCode != tc.status || !strings.HasPrefix(body, tc.body) || resp.Header.Get("X-Probe") != "1" {
 			t.Errorf("%s: %d %q %v, want %d %q and X-Probe", tc.path, resp.StatusCode, body, resp.Header, tc.status, tc.body)
 		}
 	}
 	// A body the handler did not read is not taken for the next request.
 	smuggled := "GET /none HTTP/1.1\r\nHost: a\r\n\r\n"
-	io.WriteString(c, "POST /later HTTP/1.1\r\nHost: a\r\nContent-Length: "+strconv.Itoa(len(smuggled))+"\r\n\r\n"+smuggled+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	io.WriteString(srv.c, "POST /later HTTP/1.1\r\nHost: a\r\nContent-Length: "+strconv.Itoa(len(smuggled))+"\r\n\r\n"+smuggled+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
 	for _, want := range []string{"LATER", before + ",CONTENT"} {
-		resp, err := http.ReadResponse(br, nil)
+		resp, err := http.ReadResponse(srv.br, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +141,7 @@ func TestPhasesAndFilters(t *testing.T) {
 			t.Errorf("%d %q close=%v, want 200 %q", resp.StatusCode, body, resp.Close, want)
 		}
 	}
-	if ran := make(chan int); l.Run(func() { ran <- logged }) == nil {
+	if ran := make(chan int); srv.l.Run(func() { ran <- logged }) == nil {
 		if n := <-ran; n != 6 {
 			t.Errorf("the log phase ran %d times for 6 requests", n)
 		}
