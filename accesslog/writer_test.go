@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -36,6 +37,10 @@ func TestWriterPollsOffScheduler(t *testing.T) {
 	}
 	writers.mu.Unlock()
 	const window = 15 * pollInterval // less than pollIdle polls
+	// Other processes (the packages go test runs alongside) add switches now and
+	// then: a window that shows more than the polls allow is measured again, and
+	// only five such windows in a row fail (time.Sleep's wake-ups show in every one).
+	excess := ""
 	for try := 0; try < 5; try++ {
 		// The other threads' switches without the writer polling (sysmon, the
 		// loop's yields) ...
@@ -59,9 +64,13 @@ func TestWriterPollsOffScheduler(t *testing.T) {
 		// without polls (the loop's yields, sysmon and its preemption of the
 		// writer); with time.Sleep, 2.3 to 3.3 per poll.
 		if others-idle > naps {
-			t.Fatalf("%d polls woke the other threads %d times (%d without polls)", naps, others, idle)
+			excess = fmt.Sprintf("%d polls woke the other threads %d times (%d without polls)", naps, others, idle)
+			continue
 		}
 		return
+	}
+	if excess != "" {
+		t.Fatal(excess)
 	}
 	t.Skip("the writer did not get to poll")
 }
