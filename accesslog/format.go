@@ -183,16 +183,12 @@ func (f *Format) appendLine(ls *loopState, dst []byte, r *httpcore.Request) []by
 	if f.combined {
 		dst = ls.appendCombined(f, dst, r)
 		ops = ops[combinedOps:]
-		if o := &ops[0]; len(ops) == 1 && o.kind == opLit && o.litShort {
-			return putLit(dst, o.litWord, len(o.lit)) // combined's closing quote
-		}
 	}
 	for i := range ops {
 		o := &ops[i]
-		if n := len(dst); o.litShort && cap(dst)-n >= 8 {
+		if o.litShort {
 			// The literal text between variables is a few bytes: " - ", " [".
-			binary.LittleEndian.PutUint64(dst[n:n+8], o.litWord)
-			dst = dst[:n+len(o.lit)]
+			dst = putLit(dst, o.litWord, len(o.lit))
 		} else {
 			dst = append(dst, o.lit...)
 		}

@@ -233,8 +233,9 @@ func run(opt options, outPath string, install bool) error {
 			procs = append(procs, p)
 		}
 		if s.nginxOnly || s.files || s.accessLog != "" {
+			all := procs
 			procs = nil
-			for _, p := range active {
+			for _, p := range all {
 				if p != "numaproxy" && p != "nginx" {
 					why := "no limit_req"
 					switch {
@@ -254,8 +255,9 @@ func run(opt options, outPath string, install bool) error {
 			}
 		}
 		if s.reload {
+			all := procs
 			procs = nil
-			for _, p := range active {
+			for _, p := range all {
 				if proxyDefs[p].reload == nil {
 					h.skipped[s.Name+" "+p] = "cannot reload"
 					continue
